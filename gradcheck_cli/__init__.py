@@ -1,0 +1,58 @@
+"""gradcheck: check gradients before trusting backpropagation.
+
+Three-point finite differences from the actual floating-point probes
+fl(θ−h) and fl(θ+h), the unequal-spacing stencil, a scale-aware error,
+deterministic tensor coordinates, typed errors, and exact restoration of
+every perturbed value (chapter 13 of the course, in Python, bit for bit).
+"""
+
+from .errors import *  # noqa: F403
+from .errors import __all__ as _error_names
+from .estimator import (
+    CentralDifference,
+    GradientComparison,
+    OneSidedSlopeComparison,
+    ScalarGradientCheck,
+    central_difference,
+    compare_gradients,
+    compare_one_sided_slopes,
+    scalar_gradient_check,
+)
+from .scan import StepScanRecord, error_regimes, step_scan
+
+__version__ = "0.1.0"
+
+_TENSOR_NAMES = (
+    "SampledCoordinate",
+    "CoordinateGradientCheck",
+    "TensorGradientCheck",
+    "sample_tensor_coordinates",
+    "sampled_tensor_gradient_check",
+)
+
+__all__ = [
+    "__version__",
+    "CentralDifference",
+    "GradientComparison",
+    "OneSidedSlopeComparison",
+    "ScalarGradientCheck",
+    "StepScanRecord",
+    "central_difference",
+    "compare_gradients",
+    "compare_one_sided_slopes",
+    "scalar_gradient_check",
+    "step_scan",
+    "error_regimes",
+    *_TENSOR_NAMES,
+    *_error_names,
+]
+
+
+def __getattr__(name):
+    # The tensor API needs numpy; load it on first use so that scalar work
+    # (and `gradcheck quadratic`) never pays for importing numpy.
+    if name in _TENSOR_NAMES:
+        from . import tensors
+
+        return getattr(tensors, name)
+    raise AttributeError(f"module 'gradcheck_cli' has no attribute {name!r}")

@@ -1,0 +1,349 @@
+"""Three-point finite differences from the actual floating-point probes.
+
+Scalar work only: this module imports nothing but ``math``. The chapter's
+rule throughout is that the derivative uses the distances to the probes the
+computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import (
+    InvalidActualSpacing,
+    InvalidStep,
+    InvalidTolerance,
+    NonFiniteAnalyticGradient,
+    NonFiniteEvaluation,
+    NonFiniteNumericalGradient,
+    NonFiniteOneSidedSlope,
+    NonFinitePoint,
+    NonFiniteStencilWeight,
+    NonScalarEvaluation,
+    PerturbationNotFinite,
+    PerturbationUnchanged,
+)
+from .records import Record
+
+__all__ = [
+    "ProbeGeometry",
+    "CentralDifference",
+    "GradientComparison",
+    "OneSidedSlopeComparison",
+    "ScalarGradientCheck",
+    "validate_step",
+    "validate_tolerance",
+    "perturbations",
+    "central_difference",
+    "compare_gradients",
+    "compare_one_sided_slopes",
+    "scalar_gradient_check",
+]
+
+
+@dataclass(frozen=True)
+class ProbeGeometry(Record):
+    """The actual probes around one point, their distances and stencil weights."""
+
+    minus_point: float
+    plus_point: float
+    minus_spacing: float
+    plus_spacing: float
+    left_weight: float
+    right_weight: float
+    stencil: str
+
+
+@dataclass(frozen=True)
+class CentralDifference(Record):
+    """One three-point derivative estimate with all of its evidence."""
+
+    point: float
+    requested_step: float
+    minus_point: float
+    plus_point: float
+    minus_spacing: float
+    plus_spacing: float
+    minus_value: float
+    center_value: float
+    plus_value: float
+    left_slope: float
+    right_slope: float
+    left_weight: float
+    right_weight: float
+    stencil: str
+    derivative: float
+
+
+@dataclass(frozen=True)
+class GradientComparison(Record):
+    """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
+
+    analytic: float
+    numerical: float
+    absolute_error: float
+    scale: float
+    scaled_error: float
+    tolerance: float
+    passed: bool
+
+
+@dataclass(frozen=True)
+class OneSidedSlopeComparison(Record):
+    """The left and right secant slopes compared like gradients; never a proof."""
+
+    left: float
+    right: float
+    absolute_gap: float
+    scale: float
+    scaled_gap: float
+    tolerance: float
+    consistent: bool
+
+
+@dataclass(frozen=True)
+class ScalarGradientCheck(Record):
+    """A central difference and the comparison of one candidate with it."""
+
+    difference: CentralDifference
+    comparison: GradientComparison
+
+
+def validate_step(step: float) -> float:
+    """Return ``step`` as a float if it is positive and finite, else raise InvalidStep."""
+    step = float(step)
+    if not (math.isfinite(step) and step > 0.0):
+        raise InvalidStep(step=step)
+    return step
+
+
+def validate_tolerance(tolerance: float) -> float:
+    """Return ``tolerance`` as a float if it is finite and nonnegative, else raise InvalidTolerance."""
+    tolerance = float(tolerance)
+    if not (math.isfinite(tolerance) and tolerance >= 0.0):
+        raise InvalidTolerance(tolerance=tolerance)
+    return tolerance
+
+
+def perturbations(point: float, step: float, round_probe: Callable[[float], float] = None) -> ProbeGeometry:
+    """The actual probes fl(point − step), fl(point + step) and their stencil.
+
+    Parameters
+    ----------
+    point, step : float
+        A finite point and a positive finite requested step.
+    round_probe : callable, optional
+        Rounds an f64 probe to the storage the probe will live in (float32,
+        bfloat16). By default probes stay f64, as in the chapter.
+
+    Returns
+    -------
+    ProbeGeometry
+        Probes strictly on each side of ``point``, the positive actual
+        spacings ``point − minus_point`` and ``plus_point − point``, and the
+        weights ``u₊/(u₋+u₊)``, ``u₋/(u₋+u₊)`` with ``u = spacing / max spacing``
+        (so that the two spacings are never added and cannot overflow).
+    """
+    step = validate_step(step)
+    point = float(point)
+    if not math.isfinite(point):
+        raise NonFinitePoint(point=point)
+    minus_point = point - step
+    plus_point = point + step
+    if round_probe is not None:
+        minus_point = round_probe(minus_point)
+        plus_point = round_probe(plus_point)
+    for side, probe in (("minus", minus_point), ("plus", plus_point)):
+        if not math.isfinite(probe):
+            raise PerturbationNotFinite(side=side, point=point, step=step)
+        if probe == point:
+            raise PerturbationUnchanged(side=side, point=point, step=step)
+
+    minus_spacing = point - minus_point
+    plus_spacing = plus_point - point
+    for side, probe, spacing in (("minus", minus_point, minus_spacing), ("plus", plus_point, plus_spacing)):
+        if not (math.isfinite(spacing) and spacing > 0.0):
+            raise InvalidActualSpacing(side=side, point=point, probe=probe, spacing=spacing)
+
+    largest = max(minus_spacing, plus_spacing)
+    minus_unit = minus_spacing / largest
+    plus_unit = plus_spacing / largest
+    left_weight = plus_unit / (minus_unit + plus_unit)
+    right_weight = minus_unit / (minus_unit + plus_unit)
+    for side, weight in (("minus", left_weight), ("plus", right_weight)):
+        if not math.isfinite(weight):
+            raise NonFiniteStencilWeight(side=side, value=weight)
+
+    return ProbeGeometry(
+        minus_point=minus_point,
+        plus_point=plus_point,
+        minus_spacing=minus_spacing,
+        plus_spacing=plus_spacing,
+        left_weight=left_weight,
+        right_weight=right_weight,
+        stencil="symmetric" if minus_spacing == plus_spacing else "unequal",
+    )
+
+
+def _evaluated(side: str, value) -> float:
+    if type(value) is not float:
+        value = _real_scalar(side, value)
+    if not math.isfinite(value):
+        raise NonFiniteEvaluation(side=side, value=value)
+    return value
+
+
+def _real_scalar(side: str, value) -> float:
+    shape = getattr(value, "shape", ())
+    if shape == () and not isinstance(value, (complex, str, bytes)):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    described = type(value).__name__ + (f" of shape {tuple(shape)}" if shape != () else "")
+    raise NonScalarEvaluation(side=side, returned=described)
+
+
+def difference_from_values(
+    point: float, step: float, geometry: ProbeGeometry, minus_value: float, center_value: float, plus_value: float
+) -> CentralDifference:
+    """The weighted three-point estimate from three already-validated values."""
+    left_slope = (center_value - minus_value) / geometry.minus_spacing
+    if not math.isfinite(left_slope):
+        raise NonFiniteOneSidedSlope(side="minus", value=left_slope)
+    right_slope = (plus_value - center_value) / geometry.plus_spacing
+    if not math.isfinite(right_slope):
+        raise NonFiniteOneSidedSlope(side="plus", value=right_slope)
+    derivative = geometry.left_weight * left_slope + geometry.right_weight * right_slope
+    if not math.isfinite(derivative):
+        raise NonFiniteNumericalGradient(value=derivative)
+    return CentralDifference(
+        point=point,
+        requested_step=step,
+        minus_point=geometry.minus_point,
+        plus_point=geometry.plus_point,
+        minus_spacing=geometry.minus_spacing,
+        plus_spacing=geometry.plus_spacing,
+        minus_value=minus_value,
+        center_value=center_value,
+        plus_value=plus_value,
+        left_slope=left_slope,
+        right_slope=right_slope,
+        left_weight=geometry.left_weight,
+        right_weight=geometry.right_weight,
+        stencil=geometry.stencil,
+        derivative=derivative,
+    )
+
+
+def central_difference(
+    point: float,
+    step: float,
+    evaluate: Callable[[float], float],
+    geometry: ProbeGeometry = None,
+) -> CentralDifference:
+    """Approximate one derivative from the actual representable probe spacings.
+
+    ``evaluate`` is called exactly three times, in minus, center, plus order,
+    and must be deterministic, side-effect-free and smooth across the closed
+    probe interval. A passing comparison is evidence for this sampled smooth
+    point, not a proof of the derivative; examine possible kinks with
+    :func:`compare_one_sided_slopes`.
+
+    Parameters
+    ----------
+    point : float
+        The finite point θ.
+    step : float
+        The positive finite requested step h.
+    evaluate : callable float -> float
+        The objective.
+    geometry : ProbeGeometry, optional
+        Probes already computed by :func:`perturbations` for this point and
+        step (the tensor check validates them before any call).
+
+    Raises
+    ------
+    GradCheckError
+        A typed error for an invalid step or point, a probe that overflows or
+        rounds back to the point, or a non-finite value, slope or estimate.
+    """
+    if geometry is None:
+        geometry = perturbations(point, step)
+    point, step = float(point), float(step)
+    minus_value = _evaluated("minus", evaluate(geometry.minus_point))
+    center_value = _evaluated("center", evaluate(point))
+    plus_value = _evaluated("plus", evaluate(geometry.plus_point))
+    return difference_from_values(point, step, geometry, minus_value, center_value, plus_value)
+
+
+def _scaled_gap(first: float, second: float):
+    scale = max(1.0, abs(first), abs(second))
+    return abs(first - second), scale, abs(first / scale - second / scale)
+
+
+def compare_gradients(analytic: float, numerical: float, tolerance: float) -> GradientComparison:
+    """Compare gradients after scaling both by max(1, |analytic|, |numerical|).
+
+    The floor at one makes the error absolute for small gradients and
+    relative for large ones; the candidate passes exactly when the scaled
+    error is no greater than ``tolerance``.
+    """
+    tolerance = validate_tolerance(tolerance)
+    analytic, numerical = float(analytic), float(numerical)
+    if not math.isfinite(analytic):
+        raise NonFiniteAnalyticGradient(value=analytic)
+    if not math.isfinite(numerical):
+        raise NonFiniteNumericalGradient(value=numerical)
+    absolute_error, scale, scaled_error = _scaled_gap(analytic, numerical)
+    return GradientComparison(
+        analytic=analytic,
+        numerical=numerical,
+        absolute_error=absolute_error,
+        scale=scale,
+        scaled_error=scaled_error,
+        tolerance=tolerance,
+        passed=scaled_error <= tolerance,
+    )
+
+
+def compare_one_sided_slopes(difference: CentralDifference, tolerance: float) -> OneSidedSlopeComparison:
+    """Compare the recorded left and right secant slopes without claiming proof.
+
+    Disagreement can indicate a kink, a step too large for the local
+    curvature, or rounding; agreement cannot establish differentiability.
+    """
+    tolerance = validate_tolerance(tolerance)
+    left, right = difference.left_slope, difference.right_slope
+    if not math.isfinite(left):
+        raise NonFiniteOneSidedSlope(side="minus", value=left)
+    if not math.isfinite(right):
+        raise NonFiniteOneSidedSlope(side="plus", value=right)
+    absolute_gap, scale, scaled_gap = _scaled_gap(left, right)
+    return OneSidedSlopeComparison(
+        left=left,
+        right=right,
+        absolute_gap=absolute_gap,
+        scale=scale,
+        scaled_gap=scaled_gap,
+        tolerance=tolerance,
+        consistent=scaled_gap <= tolerance,
+    )
+
+
+def scalar_gradient_check(
+    point: float,
+    analytic: float,
+    step: float,
+    tolerance: float,
+    evaluate: Callable[[float], float],
+) -> ScalarGradientCheck:
+    """Run a central difference and compare one analytic candidate with it.
+
+    The tolerance is validated before the objective is called; the objective
+    has the requirements of :func:`central_difference`.
+    """
+    validate_tolerance(tolerance)
+    difference = central_difference(point, step, evaluate)
+    comparison = compare_gradients(analytic, difference.derivative, tolerance)
+    return ScalarGradientCheck(difference=difference, comparison=comparison)

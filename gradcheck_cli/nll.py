@@ -1,0 +1,171 @@
+"""The chapter's NLL fixture: indexed mean NLL and a separate hand-derived gradient.
+
+The two paths are materially separate: :func:`indexed_mean_nll` is the
+production objective the numerical side perturbs, and
+:func:`hand_derived_nll_gradient` is the analytic candidate with its own
+row maximum, exponential sum, normalization, target subtraction and batch
+scaling. They share no helper; both still share the inputs, IEEE f64
+arithmetic and its exponential, numpy storage, and row-major indexing.
+"""
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .errors import GradCheckError
+from .records import Record
+from .tensors import TensorGradientCheck, sampled_tensor_gradient_check
+
+__all__ = [
+    "LOGIT_SHAPE",
+    "LOGIT_VALUES",
+    "TARGETS",
+    "TENSOR_STEP",
+    "TENSOR_TOLERANCE",
+    "TENSOR_SAMPLES",
+    "InvalidLogits",
+    "InvalidTargets",
+    "chapter_logits",
+    "indexed_mean_nll",
+    "hand_derived_nll_gradient",
+    "NllGradientExample",
+    "nll_gradient_check",
+]
+
+LOGIT_SHAPE = (2, 3)
+LOGIT_VALUES = (0.0, 1.0, -1.0, 2.0, 0.0, -2.0)
+TARGETS = (0, 2)
+TENSOR_STEP = 1.0e-5
+TENSOR_TOLERANCE = 1.0e-6
+TENSOR_SAMPLES = 4
+
+#: Results list the logit values themselves only up to this many.
+LISTED_VALUES = 1024
+
+ANALYTIC_PATH = "local-row-max-exp-sum-normalize-target-gradient"
+OBJECTIVE_PATH = "indexed-mean-nll"
+SHARED_PRIMITIVES = ("f64-exp", "frozen-inputs-and-targets")
+
+
+class InvalidLogits(GradCheckError):
+    """The logits are not a finite [rows, vocab] float64 array with rows, vocab ≥ 1."""
+
+    fields = ("problem",)
+
+    def describe(self):
+        return f"logits {self.problem}"
+
+
+class InvalidTargets(GradCheckError):
+    """The targets do not name one vocabulary class per row."""
+
+    fields = ("problem",)
+
+    def describe(self):
+        return f"targets {self.problem}"
+
+
+def chapter_logits() -> np.ndarray:
+    """A fresh writable copy of the chapter's [2, 3] logits."""
+    return np.array(LOGIT_VALUES, dtype=np.float64).reshape(LOGIT_SHAPE)
+
+
+def validate_nll_inputs(logits, targets: Sequence[int]) -> tuple:
+    """Check logits and targets for the NLL fixture; return targets as an int array."""
+    if not isinstance(logits, np.ndarray) or logits.ndim != 2 or 0 in logits.shape:
+        shape = list(getattr(logits, "shape", ()))
+        raise InvalidLogits(problem=f"must be a nonempty [rows, vocab] array, got shape {shape}")
+    if logits.dtype != np.float64:
+        raise InvalidLogits(problem=f"must be float64, got {logits.dtype}")
+    if not np.isfinite(logits).all():
+        row, column = np.argwhere(~np.isfinite(logits))[0]
+        raise InvalidLogits(problem=f"value at [{row}, {column}] is not finite")
+    rows, vocab = logits.shape
+    targets = list(targets)
+    if len(targets) != rows:
+        raise InvalidTargets(problem=f"need one class per row: {rows} rows, got {len(targets)} targets")
+    for row, target in enumerate(targets):
+        if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < vocab:
+            raise InvalidTargets(problem=f"row {row} target {target} is not a class in 0..{vocab - 1}")
+    return np.asarray(targets, dtype=np.intp)
+
+
+def indexed_mean_nll(logits: np.ndarray, targets: np.ndarray) -> float:
+    """Mean over rows of −log softmax(logits[r])[targets[r]], shifted by each row's max.
+
+    Parameters
+    ----------
+    logits : np.ndarray, shape (rows, vocab), float64, finite
+    targets : np.ndarray of int, shape (rows,)
+    """
+    maximum = logits.max(axis=1)
+    log_normalizer = np.log(np.exp(logits - maximum[:, None]).sum(axis=1))
+    target_logits = logits[np.arange(logits.shape[0]), targets]
+    return float((log_normalizer - (target_logits - maximum)).sum() / logits.shape[0])
+
+
+def hand_derived_nll_gradient(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(normalized probabilities − one_hot(target)) / rows, through a separate local path.
+
+    Returns
+    -------
+    np.ndarray, shape (rows, vocab), float64
+    """
+    rows = logits.shape[0]
+    gradient = np.empty_like(logits, dtype=np.float64)
+    for row in range(rows):
+        shifted = logits[row] - np.max(logits[row])
+        weights = np.exp(shifted)
+        gradient[row] = weights / np.add.reduce(weights)
+        gradient[row, targets[row]] -= 1.0
+    gradient /= rows
+    return gradient
+
+
+@dataclass(frozen=True)
+class NllGradientExample(Record):
+    """The NLL fixture's inputs, loss, sampled check, and restoration evidence."""
+
+    shape: tuple
+    logits: tuple  # every value when there are at most LISTED_VALUES of them, else None
+    targets: tuple
+    loss: float
+    analytic_path: str
+    check: TensorGradientCheck
+    restored_exactly: bool
+
+
+def nll_gradient_check(
+    logits: np.ndarray = None,
+    targets: Sequence[int] = TARGETS,
+    analytic: np.ndarray = None,
+    step: float = TENSOR_STEP,
+    tolerance: float = TENSOR_TOLERANCE,
+    samples: int = TENSOR_SAMPLES,
+) -> NllGradientExample:
+    """Check sampled vocabulary-logit coordinates of indexed mean NLL.
+
+    By default the chapter's fixture; any [rows, vocab] logits and targets
+    otherwise. ``analytic`` defaults to :func:`hand_derived_nll_gradient`; a
+    user's own backward output checks their softmax-cross-entropy gradient.
+    """
+    logits = chapter_logits() if logits is None else logits
+    target_array = validate_nll_inputs(logits, targets)
+    path = "user-supplied" if analytic is not None else ANALYTIC_PATH
+    if analytic is None:
+        analytic = hand_derived_nll_gradient(logits, target_array)
+    loss = indexed_mean_nll(logits, target_array)
+    original_bits = logits.tobytes()
+    check = sampled_tensor_gradient_check(
+        logits, analytic, step, tolerance, samples, lambda candidate: indexed_mean_nll(candidate, target_array)
+    )
+    return NllGradientExample(
+        shape=tuple(logits.shape),
+        logits=tuple(logits.ravel().tolist()) if logits.size <= LISTED_VALUES else None,
+        targets=tuple(int(target) for target in target_array),
+        loss=loss,
+        analytic_path=path,
+        check=check,
+        restored_exactly=logits.tobytes() == original_bits,
+    )

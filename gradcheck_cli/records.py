@@ -1,0 +1,39 @@
+"""The shared base of every result: frozen fields and one ``to_dict()``."""
+
+import dataclasses
+import math
+
+__all__ = ["Record", "json_ready"]
+
+
+def json_ready(value):
+    """Convert a result value to plain JSON types.
+
+    Non-finite floats become the strings ``"NaN"``, ``"inf"`` and ``"-inf"``
+    (RFC 8259 has no token for them); finite floats stay floats, so
+    ``json.dumps`` writes their repr and every value round-trips bit-exactly.
+    """
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): json_ready(item) for key, item in value.items()}
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    raise TypeError(f"{type(value).__name__} is not a result value")
+
+
+class Record:
+    """Mixin for frozen result dataclasses: ``to_dict()`` over the fields in order."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict:
+        return {field.name: json_ready(getattr(self, field.name)) for field in dataclasses.fields(self)}
