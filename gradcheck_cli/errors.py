@@ -31,6 +31,8 @@ __all__ = [
     "NotAnArray",
     "UnsupportedDtype",
     "ReadOnlyArray",
+    "InvalidLogits",
+    "InvalidTargets",
     "AtCoordinate",
 ]
 
@@ -267,6 +269,24 @@ class ReadOnlyArray(GradCheckError):
 
     def describe(self):
         return f"{self.role} array is read-only; the check perturbs it in place and restores it"
+
+
+class InvalidLogits(GradCheckError):
+    """The logits are not a finite [rows, vocab] float64 array with rows, vocab ≥ 1."""
+
+    fields = ("problem",)
+
+    def describe(self):
+        return f"logits {self.problem}"
+
+
+class InvalidTargets(GradCheckError):
+    """The targets do not name one vocabulary class per row."""
+
+    fields = ("problem",)
+
+    def describe(self):
+        return f"targets {self.problem}"
 
 
 class AtCoordinate(GradCheckError):

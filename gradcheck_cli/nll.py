@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import GradCheckError
+from .errors import InvalidLogits, InvalidTargets
 from .records import Record
 from .tensors import TensorGradientCheck, sampled_tensor_gradient_check
 
@@ -46,24 +46,6 @@ LISTED_VALUES = 1024
 ANALYTIC_PATH = "local-row-max-exp-sum-normalize-target-gradient"
 OBJECTIVE_PATH = "indexed-mean-nll"
 SHARED_PRIMITIVES = ("f64-exp", "frozen-inputs-and-targets")
-
-
-class InvalidLogits(GradCheckError):
-    """The logits are not a finite [rows, vocab] float64 array with rows, vocab ≥ 1."""
-
-    fields = ("problem",)
-
-    def describe(self):
-        return f"logits {self.problem}"
-
-
-class InvalidTargets(GradCheckError):
-    """The targets do not name one vocabulary class per row."""
-
-    fields = ("problem",)
-
-    def describe(self):
-        return f"targets {self.problem}"
 
 
 def chapter_logits() -> np.ndarray:

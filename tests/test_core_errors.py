@@ -1,0 +1,108 @@
+"""Typed errors: every class has the chapter's message, fields, and a JSON-ready to_dict()."""
+
+import json
+import math
+import pickle
+
+import pytest
+
+import gradcheck_cli
+from gradcheck_cli import errors
+from gradcheck_cli.errors import GradCheckError
+
+# One instance of every error class, with the message the chapter's Display would print.
+EXAMPLES = [
+    (errors.InvalidStep(step=0.0), "central-difference requested step 0.0 must be positive and finite"),
+    (errors.NonFinitePoint(point=math.nan), "gradient-check point NaN must be finite"),
+    (
+        errors.PerturbationNotFinite(side="plus", point=1.7e308, step=1e308),
+        "plus perturbation from point 1.7e308 by step 1e308 is not finite",
+    ),
+    (
+        errors.PerturbationUnchanged(side="minus", point=1.0, step=1e-20),
+        "minus perturbation from point 1.0 by step 1e-20 rounds back to the point",
+    ),
+    (
+        errors.InvalidActualSpacing(side="minus", point=1.0, probe=1.0, spacing=0.0),
+        "minus actual spacing from point 1.0 to probe 1.0 must be positive and finite, got 0.0",
+    ),
+    (errors.NonFiniteStencilWeight(side="plus", value=math.inf), "plus stencil weight is not finite: inf"),
+    (errors.NonFiniteEvaluation(side="center", value=-math.inf), "center function evaluation returned -inf"),
+    (
+        errors.NonScalarEvaluation(side="plus", returned="ndarray of shape (3,)"),
+        "plus function evaluation must return one real number, got ndarray of shape (3,)",
+    ),
+    (errors.NonFiniteOneSidedSlope(side="minus", value=math.nan), "minus one-sided slope is not finite: NaN"),
+    (errors.NonFiniteNumericalGradient(value=math.inf), "central difference produced non-finite gradient inf"),
+    (errors.InvalidTolerance(tolerance=-1e-6), "gradient-check tolerance -1e-6 must be finite and nonnegative"),
+    (errors.NonFiniteAnalyticGradient(value=math.nan), "analytic gradient NaN must be finite"),
+    (
+        errors.GradientShapeMismatch(parameters=[2], analytic=[1, 2]),
+        "parameter shape [2] does not match analytic-gradient shape [1, 2]",
+    ),
+    (errors.InvalidShape(shape=[2, -1]), "tensor shape [2, -1] must contain only nonnegative whole numbers"),
+    (errors.ShapeOverflow(), "sampled tensor shape overflows a signed 64-bit element count"),
+    (errors.EmptyTensor(), "sampled tensor gradient check needs at least one value"),
+    (errors.ZeroSamples(), "sampled tensor gradient check needs at least one sample"),
+    (errors.NotAnArray(role="parameters", type_name="list"), "parameters must be a numpy array, got list"),
+    (
+        errors.UnsupportedDtype(role="parameters", dtype="int64", expected="float64"),
+        "parameters array has dtype int64; expected float64",
+    ),
+    (
+        errors.ReadOnlyArray(role="parameters"),
+        "parameters array is read-only; the check perturbs it in place and restores it",
+    ),
+    (errors.InvalidLogits(problem="must be float64, got float32"), "logits must be float64, got float32"),
+    (errors.InvalidTargets(problem="row 1 target 3 is not a class in 0..2"), "targets row 1 target 3 is not a class in 0..2"),
+    (
+        errors.AtCoordinate(coordinate=[0, 1], source=errors.NonFiniteEvaluation(side="minus", value=math.nan)),
+        "gradient check at coordinate [0, 1] failed: minus function evaluation returned NaN",
+    ),
+]
+
+
+@pytest.mark.parametrize("error, message", EXAMPLES, ids=[type(e).__name__ for e, _ in EXAMPLES])
+def test_message_fields_and_dict(error, message):
+    assert str(error) == message
+    assert isinstance(error, GradCheckError) and isinstance(error, ValueError)
+    record = error.to_dict()
+    assert record["kind"] == type(error).__name__
+    assert record["message"] == message
+    assert list(record) == ["kind", *type(error).fields, "message"]
+    # Strictly JSON: non-finite floats are strings, so allow_nan=False never raises.
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
+
+
+def test_every_error_class_is_exercised_and_exported():
+    classes = {
+        cls for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, GradCheckError)
+    } - {GradCheckError}
+    assert classes == {type(error) for error, _ in EXAMPLES}
+    for cls in classes:
+        assert getattr(gradcheck_cli, cls.__name__) is cls
+        assert cls.__doc__ and "\n" not in cls.__doc__.strip()
+
+
+def test_non_finite_fields_become_strings():
+    assert errors.NonFiniteEvaluation(side="minus", value=math.nan).to_dict()["value"] == "NaN"
+    assert errors.InvalidStep(step=-math.inf).to_dict()["step"] == "-inf"
+
+
+def test_coordinate_error_nests_its_source():
+    source = errors.InvalidStep(step=0.0)
+    wrapped = errors.AtCoordinate(coordinate=[3], source=source)
+    assert wrapped.__cause__ is source
+    assert wrapped.to_dict()["source"] == source.to_dict()
+
+
+@pytest.mark.parametrize("error, _message", EXAMPLES, ids=[type(e).__name__ for e, _ in EXAMPLES])
+def test_errors_pickle_and_compare(error, _message):
+    # Multiprocessing and pytest-xdist send exceptions between processes.
+    copy = pickle.loads(pickle.dumps(error))
+    assert copy == error and str(copy) == str(error)
+
+
+def test_wrong_fields_are_a_programming_error():
+    with pytest.raises(TypeError):
+        errors.InvalidStep(stride=1.0)
