@@ -1,3 +1,5 @@
+"""``python -m gradcheck_cli``: the same command as ``gradcheck``."""
+
 from .cli import main
 
-main()
+main(prog_name="gradcheck")

@@ -1,0 +1,91 @@
+"""Every golden case in fixtures/golden/ matches a fresh run, and `make golden` would change nothing."""
+
+import difflib
+import json
+import shlex
+
+import pytest
+
+import golden
+from gradcheck_cli.cli import main
+
+CASES = golden.case_paths()
+
+
+def _unified_diff(expected: str, actual: str, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            fromfile=f"fixtures/golden/{name} (committed)",
+            tofile=f"fixtures/golden/{name} (fresh run; `make golden` rewrites it)",
+        )
+    )
+
+
+@pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
+def test_golden_case(path):
+    expected = path.read_bytes().decode("utf-8")
+    actual = golden.render_case(golden.command_line(expected))
+    if actual != expected:
+        pytest.fail("golden output differs:\n" + _unified_diff(expected, actual, path.name), pytrace=False)
+
+
+def test_regenerating_the_golden_files_changes_nothing(tmp_path):
+    changed = golden.regenerate(golden.GOLDEN_DIR, tmp_path)
+    assert changed == []
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert written == [path.name for path in CASES]
+    for path in CASES:
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_the_case_format_round_trips():
+    text = golden.format_case("gradcheck quadratic --step 0", 2, '{\n  "error": 1\n}\n', "Error: zero\n")
+    assert text == 'gradcheck quadratic --step 0\n# exit: 2\n# stderr: Error: zero\n{\n  "error": 1\n}\n'
+    assert golden.parse_case(text) == {
+        "command": "gradcheck quadratic --step 0",
+        "exit_code": 2,
+        "stderr": "Error: zero\n",
+        "stdout": '{\n  "error": 1\n}\n',
+    }
+    assert golden.format_case("gradcheck demo", 0, "a\n", "") == "gradcheck demo\na\n"
+
+
+def _arguments(path):
+    return shlex.split(golden.command_line(path.read_text(encoding="utf-8")))[1:]
+
+
+def _asks_for_json(arguments):
+    """True when the command line settles on JSON (not when --json conflicts with another --format)."""
+    formats = {arguments[i + 1] for i, word in enumerate(arguments[:-1]) if word == "--format"}
+    formats |= {word.split("=", 1)[1] for word in arguments if word.startswith("--format=")}
+    if "--json" in arguments:
+        formats.add("json")
+    return formats == {"json"}
+
+
+JSON_CASES = [path for path in CASES if _asks_for_json(_arguments(path))]
+
+
+@pytest.mark.parametrize("subcommand", sorted(main.commands))
+def test_every_subcommand_has_text_and_json_golden_cases(subcommand):
+    cases = [path for path in CASES if _arguments(path)[:1] == [subcommand]]
+    as_json = [path for path in cases if path in JSON_CASES]
+    assert len(cases) > len(as_json) > 0, f"add text and JSON cases for `gradcheck {subcommand}`"
+
+
+def test_golden_cases_cover_errors_and_failed_candidates():
+    statuses = {golden.parse_case(path.read_text(encoding="utf-8"))["exit_code"] for path in CASES}
+    assert statuses == {0, 1, 2}
+
+
+def _reject_constant(token):
+    raise ValueError(f"non-strict JSON token {token}")
+
+
+@pytest.mark.parametrize("path", JSON_CASES, ids=[path.stem for path in JSON_CASES])
+def test_json_golden_output_is_strict_json(path):
+    stdout = golden.parse_case(path.read_text(encoding="utf-8"))["stdout"]
+    document = json.loads(stdout, parse_constant=_reject_constant)
+    assert isinstance(document, dict) and document
