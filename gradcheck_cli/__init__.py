@@ -30,6 +30,25 @@ _TENSOR_NAMES = (
     "sampled_tensor_gradient_check",
 )
 
+# Checking a user's own problem (numpy, loaded on first use like the tensor API).
+_LAZY_MODULES = {
+    **dict.fromkeys(_TENSOR_NAMES, "tensors"),
+    **dict.fromkeys(
+        (
+            "check_gradients",
+            "check_problem",
+            "GradientCheckReport",
+            "ParameterCheck",
+            "CoordinateCheck",
+            "KinkVerdict",
+            "PurityVerdict",
+        ),
+        "check",
+    ),
+    **dict.fromkeys(("GradientProblem", "load_problem", "as_problem"), "problem"),
+    **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "dtypes"),
+}
+
 __all__ = [
     "__version__",
     "CentralDifference",
@@ -43,7 +62,7 @@ __all__ = [
     "scalar_gradient_check",
     "step_scan",
     "error_regimes",
-    *_TENSOR_NAMES,
+    *_LAZY_MODULES,
     *_error_names,
 ]
 
@@ -51,8 +70,8 @@ __all__ = [
 def __getattr__(name):
     # The tensor API needs numpy; load it on first use so that scalar work
     # (and `gradcheck quadratic`) never pays for importing numpy.
-    if name in _TENSOR_NAMES:
-        from . import tensors
+    if name in _LAZY_MODULES:
+        import importlib
 
-        return getattr(tensors, name)
+        return getattr(importlib.import_module(f".{_LAZY_MODULES[name]}", __name__), name)
     raise AttributeError(f"module 'gradcheck_cli' has no attribute {name!r}")

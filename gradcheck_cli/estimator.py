@@ -34,6 +34,7 @@ __all__ = [
     "validate_step",
     "validate_tolerance",
     "perturbations",
+    "probe_geometry",
     "central_difference",
     "compare_gradients",
     "compare_one_sided_slopes",
@@ -134,7 +135,11 @@ def perturbations(point: float, step: float, round_probe: Callable[[float], floa
         A finite point and a positive finite requested step.
     round_probe : callable, optional
         Rounds an f64 probe to the storage the probe will live in (float32,
-        bfloat16). By default probes stay f64, as in the chapter.
+        bfloat16). By default probes stay f64, as in the chapter. The hook
+        sees the already rounded f64 sum, so rounding it again can differ
+        from one correct rounding of the exact θ ∓ h (double rounding);
+        :func:`gradcheck_cli.dtypes.dtype_perturbations` rounds the exact
+        sum once and then calls :func:`probe_geometry`.
 
     Returns
     -------
@@ -153,6 +158,16 @@ def perturbations(point: float, step: float, round_probe: Callable[[float], floa
     if round_probe is not None:
         minus_point = round_probe(minus_point)
         plus_point = round_probe(plus_point)
+    return probe_geometry(point, step, minus_point, plus_point)
+
+
+def probe_geometry(point: float, step: float, minus_point: float, plus_point: float) -> ProbeGeometry:
+    """Validate two already-rounded probes around ``point`` and form their stencil.
+
+    The second half of :func:`perturbations`, for probes that were rounded
+    elsewhere (into a float32 or bfloat16 parameter). ``point`` and ``step``
+    must already be validated; they only name the request in an error.
+    """
     for side, probe in (("minus", minus_point), ("plus", plus_point)):
         if not math.isfinite(probe):
             raise PerturbationNotFinite(side=side, point=point, step=step)

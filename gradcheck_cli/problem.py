@@ -7,12 +7,31 @@ gradients)``. The objective is called as ``objective(parameters)`` with the
 same mapping of arrays, which the checkers perturb in place and restore.
 """
 
+import contextlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
-__all__ = ["GradientProblem"]
+from .errors import (
+    InvalidProblemReference,
+    NotAProblem,
+    NotCallable,
+    ProblemFileNotFound,
+    ProblemFunctionNotFound,
+    ProblemFunctionRaised,
+    ProblemImportFailed,
+    ProblemModuleNotFound,
+)
+
+__all__ = ["GradientProblem", "as_problem", "load_problem"]
 
 
 @dataclass(frozen=True)
@@ -32,3 +51,128 @@ class GradientProblem:
     objective: Callable[[Mapping[str, np.ndarray]], float]
     parameters: Mapping[str, np.ndarray]
     gradients: Mapping[str, np.ndarray]
+
+
+def as_problem(returned, reference: str = "the problem") -> GradientProblem:
+    """``returned`` as a :class:`GradientProblem`: itself, or built from ``(objective, parameters, gradients)``.
+
+    Only the shape is checked here (a callable and two mappings);
+    :func:`~gradcheck_cli.check.check_gradients` validates the arrays.
+    """
+    if isinstance(returned, GradientProblem):
+        problem = returned
+    elif isinstance(returned, (tuple, list)) and len(returned) == 3:
+        problem = GradientProblem(*returned)
+    else:
+        raise NotAProblem(reference=reference, returned=_described(returned))
+    if not callable(problem.objective):
+        raise NotAProblem(reference=reference, returned=f"an objective of type {type(problem.objective).__name__}")
+    for role in ("parameters", "gradients"):
+        value = getattr(problem, role)
+        if not isinstance(value, AnyMapping):
+            raise NotAProblem(reference=reference, returned=f"{role} of type {type(value).__name__}")
+    return problem
+
+
+def load_problem(reference: str) -> GradientProblem:
+    """Load a problem from ``FILE.py:FUNCTION`` or ``package.module:FUNCTION``.
+
+    The function takes no arguments and returns a :class:`GradientProblem`
+    or the tuple ``(objective, parameters, gradients)``. A file runs as a
+    fresh module with its own directory first on ``sys.path`` (so it can
+    import its neighbours, as ``python FILE.py`` would); a module is
+    imported with the current directory on ``sys.path``. Both path entries
+    are removed again once the function has returned.
+
+    Raises
+    ------
+    GradCheckError
+        InvalidProblemReference, ProblemFileNotFound, ProblemModuleNotFound,
+        ProblemImportFailed, ProblemFunctionNotFound, NotCallable,
+        ProblemFunctionRaised or NotAProblem, each with a one-line message.
+    """
+    source, function_name = _split_reference(reference)
+    if _names_a_file(source):
+        path = Path(source)
+        if not path.is_file():
+            raise ProblemFileNotFound(path=source)
+        search_path = str(path.resolve().parent)
+    else:
+        search_path = os.getcwd()
+    with _first_on_sys_path(search_path):
+        module = _load_file(source, path) if _names_a_file(source) else _import_module(source)
+        function = getattr(module, function_name, None)
+        if function is None:
+            raise ProblemFunctionNotFound(source=source, function=function_name)
+        if not callable(function):
+            raise NotCallable(role=reference, type_name=type(function).__name__)
+        try:
+            returned = function()
+        except (Exception, SystemExit) as error:
+            raise ProblemFunctionRaised(reference=reference, error=_one_line(error)) from error
+    return as_problem(returned, f"{reference}()")
+
+
+_REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def _split_reference(reference) -> tuple:
+    match = _REFERENCE.match(reference) if isinstance(reference, str) else None
+    if match is None:
+        raise InvalidProblemReference(reference=str(reference))
+    return match["source"], match["function"]
+
+
+def _names_a_file(source: str) -> bool:
+    return source.endswith(".py") or "/" in source or os.sep in source
+
+
+@contextlib.contextmanager
+def _first_on_sys_path(directory: str):
+    added = directory not in sys.path
+    if added:
+        sys.path.insert(0, directory)
+    try:
+        yield
+    finally:
+        if added and directory in sys.path:
+            sys.path.remove(directory)
+
+
+def _load_file(source: str, path: Path):
+    module_name = "_gradcheck_problem_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemImportFailed(source=source, error="not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running, as an import would be: dataclasses and pickle look modules up by name.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as error:
+        sys.modules.pop(module_name, None)
+        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
+    return module
+
+
+def _import_module(source: str):
+    try:
+        return importlib.import_module(source)
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if source == missing or source.startswith(missing + "."):
+            raise ProblemModuleNotFound(module=source) from error
+        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
+    except (Exception, SystemExit) as error:
+        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _described(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of length {len(value)}"
+    return f"a value of type {type(value).__name__}"

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     AtCoordinate,
     EmptyTensor,
@@ -31,7 +32,6 @@ from .estimator import (
     GradientComparison,
     central_difference,
     compare_gradients,
-    perturbations,
     validate_step,
     validate_tolerance,
 )
@@ -138,21 +138,23 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
     return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in offsets]
 
 
-def _writable_float64(parameters) -> np.ndarray:
+def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
+    """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error."""
     if not isinstance(parameters, np.ndarray):
-        raise NotAnArray(role="parameters", type_name=type(parameters).__name__)
-    if parameters.dtype != np.float64:
-        raise UnsupportedDtype(role="parameters", dtype=str(parameters.dtype), expected="float64")
+        raise NotAnArray(role=role, type_name=type(parameters).__name__)
+    dtype = probe_dtype(parameters.dtype, role=role)
     if not parameters.flags.writeable:
-        raise ReadOnlyArray(role="parameters")
-    return parameters
+        raise ReadOnlyArray(role=role)
+    return dtype
 
 
-def _real_float64(analytic) -> np.ndarray:
+def real_analytic(analytic, role: str = "analytic") -> np.ndarray:
+    """``analytic`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
     if not isinstance(analytic, np.ndarray):
-        raise NotAnArray(role="analytic", type_name=type(analytic).__name__)
-    if analytic.dtype.kind not in "fiu" or analytic.dtype.itemsize > 8:
-        raise UnsupportedDtype(role="analytic", dtype=str(analytic.dtype), expected="a real float64-representable dtype")
+        raise NotAnArray(role=role, type_name=type(analytic).__name__)
+    real = analytic.dtype.kind in "fiu" and analytic.dtype.itemsize <= 8
+    if not (real or analytic.dtype.name == "bfloat16"):
+        raise UnsupportedDtype(role=role, dtype=str(analytic.dtype), expected="a real float64-representable dtype")
     return analytic
 
 
@@ -166,12 +168,13 @@ def probing_objective(parameters: np.ndarray, index: tuple, objective: Callable)
 
     The exact original element is written back before the value is even
     looked at, whatever the objective does (returns, raises, is interrupted).
+    The probe must be a value of the array's dtype, so writing it is exact.
     """
     original = parameters[index]
 
     def evaluate(probe: float):
-        parameters[index] = probe
         try:
+            parameters[index] = probe
             return objective(parameters)
         finally:
             parameters[index] = original
@@ -198,8 +201,11 @@ def sampled_tensor_gradient_check(
 
     Parameters
     ----------
-    parameters : np.ndarray of float64, any shape, writable
-        Perturbed in place; bit-identical afterwards on every path.
+    parameters : np.ndarray of float64, float32 or bfloat16, any shape, writable
+        Perturbed in place; bit-identical afterwards on every path. Probes
+        are rounded once into the array's dtype
+        (:func:`~gradcheck_cli.dtypes.dtype_perturbations`); float64 probes
+        are the chapter's fl(θ∓h).
     analytic : np.ndarray, same shape
         The candidate gradient (any real dtype that float64 holds exactly).
     step, tolerance : float
@@ -221,8 +227,8 @@ def sampled_tensor_gradient_check(
     """
     step = validate_step(step)
     tolerance = validate_tolerance(tolerance)
-    parameters = _writable_float64(parameters)
-    analytic = _real_float64(analytic)
+    dtype = writable_parameters(parameters)
+    analytic = real_analytic(analytic)
     if parameters.shape != analytic.shape:
         raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(analytic.shape))
 
@@ -232,7 +238,7 @@ def sampled_tensor_gradient_check(
         index = sample.coordinate
         point = float(parameters[index])
         try:
-            geometry = perturbations(point, step)
+            geometry = dtype_perturbations(point, step, dtype)
         except GradCheckError as error:
             raise at_coordinate(index, error) from error
         analytic_value = float(analytic[index])

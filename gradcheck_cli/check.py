@@ -1,0 +1,661 @@
+"""Check several named parameter arrays of one model against their analytic gradients.
+
+:func:`check_gradients` is the chapter's sampled tensor check for a whole
+model: an objective ``objective(parameters) -> float``, a mapping of named
+parameter arrays, and a mapping of their analytic gradients. Each array is
+perturbed in place, one selected coordinate at a time, with probes rounded
+once into the array's own dtype (:mod:`gradcheck_cli.dtypes`), and the
+exact original bits are written back after every call, on every path.
+
+Everything is validated — the mappings, dtypes, shapes, the selected
+coordinates, every probe and every analytic value — before the objective is
+called once, so a bad request is a typed :class:`~gradcheck_cli.errors.GradCheckError`
+and never a partial report.
+
+Verdicts
+--------
+Every selected coordinate gets the chapter's :class:`CentralDifference` and
+:class:`GradientComparison`, plus two verdicts no single comparison gives:
+
+* **Kink.** The chapter's :func:`compare_one_sided_slopes` runs at the kink
+  tolerance (default ε^(1/6) of the dtype, see :mod:`gradcheck_cli.dtypes`).
+  When the slopes disagree the coordinate is a *suspected kink*: a corner, a
+  step too large for the local curvature, or rounding damage. The record
+  says whether the analytic value lies between the two slopes (consistent
+  with a subgradient) or outside them. A kink is never evidence that the
+  gradient is right: the coordinate does not pass, whatever the comparison
+  says, so ``passed`` (and the CLI's exit code) report a failure. Choose
+  other coordinates or another step to get evidence there.
+* **Purity.** The center value f(θ) is evaluated once per coordinate with
+  every array restored, so all center values must be bit-identical. The
+  first one that differs (within a parameter, and across parameters) makes
+  the check fail, naming both coordinates and values: the objective is
+  nondeterministic or stateful, and no comparison built on it is evidence.
+
+A coordinate passes when its comparison passes and no kink is suspected; a
+parameter passes when all its coordinates pass and its center values agree;
+the report passes when every parameter passes and the center values agree
+across parameters. Passing is evidence for the selected coordinates, probes,
+steps and tolerances only — not a proof of the whole gradient.
+"""
+
+import math
+import operator
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Union
+
+import numpy as np
+
+from .dtypes import ProbeDtype, dtype_perturbations
+from .errors import (
+    AtParameter,
+    DuplicateCoordinate,
+    EmptyTensor,
+    GradCheckError,
+    GradientShapeMismatch,
+    InvalidCoordinate,
+    InvalidParameterName,
+    InvalidSamples,
+    MissingGradient,
+    NoParameters,
+    NonFiniteAnalyticGradient,
+    NonFinitePoint,
+    NotAMapping,
+    NotCallable,
+    SharedParameterMemory,
+    UnexpectedGradient,
+    UnknownParameter,
+    ZeroSamples,
+)
+from .estimator import (
+    CentralDifference,
+    GradientComparison,
+    OneSidedSlopeComparison,
+    ProbeGeometry,
+    central_difference,
+    compare_gradients,
+    compare_one_sided_slopes,
+    validate_step,
+    validate_tolerance,
+)
+from .formatting import rust_debug, rust_list
+from .problem import GradientProblem
+from .records import Record
+from .tensors import (
+    SampledCoordinate,
+    at_coordinate,
+    element_count,
+    probing_objective,
+    real_analytic,
+    sample_tensor_coordinates,
+    writable_parameters,
+)
+
+__all__ = [
+    "DEFAULT_SAMPLES",
+    "ALL_COORDINATES",
+    "VERDICTS",
+    "KinkVerdict",
+    "CoordinateCheck",
+    "PurityVerdict",
+    "ParameterCheck",
+    "GradientCheckReport",
+    "check_gradients",
+    "check_problem",
+]
+
+#: Coordinates per parameter unless told otherwise (the deterministic sampler's R).
+DEFAULT_SAMPLES = 16
+#: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
+ALL_COORDINATES = "all"
+#: A coordinate's verdict, in the order a reader should worry about them.
+VERDICTS = ("passed", "failed", "suspected kink")
+
+Samples = Union[int, str]
+
+
+@dataclass(frozen=True)
+class KinkVerdict(Record):
+    """The one-sided slopes at the kink tolerance; a suspected kink is never evidence.
+
+    ``analytic_between_slopes`` is ``min(left, right) ≤ analytic ≤ max(left, right)``:
+    at a suspected kink, True means the candidate is consistent with a
+    subgradient, False that it lies outside both one-sided slopes.
+    """
+
+    suspected: bool
+    analytic_between_slopes: bool
+    slopes: OneSidedSlopeComparison
+
+
+@dataclass(frozen=True)
+class CoordinateCheck(Record):
+    """One coordinate of one parameter: the chapter's records and the verdicts.
+
+    ``verdict`` is ``"passed"``, ``"failed"`` (the scaled error exceeds the
+    tolerance) or ``"suspected kink"`` (the one-sided slopes disagree; then
+    ``passed`` is False whatever the comparison says).
+    """
+
+    flat_index: int
+    coordinate: tuple
+    difference: CentralDifference
+    comparison: GradientComparison
+    kink: KinkVerdict
+    verdict: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class PurityVerdict(Record):
+    """Whether every center value f(θ) came out bit-identical.
+
+    ``reference_*`` is the first center value compared; ``differing_*`` the
+    first one whose bits differ from it (None when pure).
+    """
+
+    pure: bool
+    compared: int
+    reference_parameter: Optional[str]
+    reference_coordinate: Optional[tuple]
+    reference_value: Optional[float]
+    differing_parameter: Optional[str]
+    differing_coordinate: Optional[tuple]
+    differing_value: Optional[float]
+    message: str
+
+
+@dataclass(frozen=True)
+class ParameterCheck(Record):
+    """Every selected coordinate of one named parameter.
+
+    Attributes
+    ----------
+    name, dtype : str
+    shape : tuple of int
+    selection : str
+        ``"sampled"`` (the chapter's deterministic sampler with
+        ``requested_samples``), ``"all"`` or ``"explicit"``.
+    requested_samples : int or None
+        R for ``"sampled"``; None otherwise.
+    step : float or None
+        The requested step of every coordinate, or None for the dtype's
+        default ε^(1/3)·max(1, |θ|) (each record holds its own
+        ``difference.requested_step``).
+    tolerance, kink_tolerance : float
+        As used (given, or the dtype's defaults).
+    passed : bool
+        Every coordinate passed and the center values are bit-identical.
+    purity : PurityVerdict
+    checks : tuple of CoordinateCheck, in selection order
+    """
+
+    name: str
+    dtype: str
+    shape: tuple
+    selection: str
+    requested_samples: Optional[int]
+    step: Optional[float]
+    tolerance: float
+    kink_tolerance: float
+    passed: bool
+    purity: PurityVerdict
+    checks: tuple
+
+
+@dataclass(frozen=True)
+class GradientCheckReport(Record):
+    """The whole check: every parameter, the cross-parameter purity verdict, ``passed``.
+
+    Attributes
+    ----------
+    passed : bool
+        Every parameter passed and their center values agree.
+    checked, failed : int
+        Coordinates checked, and those that did not pass.
+    failing_parameters : tuple of str
+        Names of the parameters that did not pass, in problem order.
+    purity : PurityVerdict
+        The first center value of each parameter compared across parameters.
+    parameters : tuple of ParameterCheck, in problem order
+    """
+
+    passed: bool
+    checked: int
+    failed: int
+    failing_parameters: tuple
+    purity: PurityVerdict
+    parameters: tuple
+
+    @property
+    def return_code(self) -> int:
+        """The command line's exit code for a completed check: 0 passed, 1 failed."""
+        return 0 if self.passed else 1
+
+    def parameter(self, name: str) -> ParameterCheck:
+        """The :class:`ParameterCheck` named ``name``."""
+        for check in self.parameters:
+            if check.name == name:
+                return check
+        raise KeyError(name)
+
+    def failures(self) -> list:
+        """``(parameter name, CoordinateCheck)`` for every coordinate that did not pass."""
+        return [(check.name, record) for check in self.parameters for record in check.checks if not record.passed]
+
+    def impurities(self) -> list:
+        """Every PurityVerdict that failed: per parameter, then across parameters."""
+        verdicts = [check.purity for check in self.parameters] + [self.purity]
+        return [verdict for verdict in verdicts if not verdict.pure]
+
+
+@dataclass(frozen=True)
+class _PlannedCoordinate:
+    sample: SampledCoordinate
+    point: float
+    step: float
+    geometry: ProbeGeometry
+    analytic: float
+
+
+@dataclass(frozen=True)
+class _PlannedParameter:
+    name: str
+    array: np.ndarray
+    dtype: ProbeDtype
+    selection: str
+    requested_samples: Optional[int]
+    tolerance: float
+    kink_tolerance: float
+    coordinates: tuple
+
+
+def check_gradients(
+    objective: Callable[[Mapping], float],
+    parameters: Mapping,
+    gradients: Mapping,
+    *,
+    samples: Samples = DEFAULT_SAMPLES,
+    step: Optional[float] = None,
+    tolerance: Optional[float] = None,
+    kink_tolerance: Optional[float] = None,
+    coordinates: Optional[Mapping] = None,
+    names: Optional[Iterable[str]] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> GradientCheckReport:
+    """Check named parameter arrays against their analytic gradients, coordinate by coordinate.
+
+    Parameters
+    ----------
+    objective : callable Mapping[str, np.ndarray] -> float
+        Called as ``objective(parameters)`` with the very mapping given here,
+        whose arrays hold the probe. Deterministic, side-effect-free, and
+        smooth across every probe interval.
+    parameters : Mapping[str, np.ndarray]
+        Writable float64, float32 or bfloat16 arrays of any shape (views
+        too, e.g. ``torch_tensor.detach().numpy()``); perturbed in place and
+        bit-identical afterwards on every path, exceptions and
+        KeyboardInterrupt included.
+    gradients : Mapping[str, np.ndarray]
+        The analytic gradient of each checked parameter, same shape, any real
+        dtype (bfloat16 included). A name without a parameter is an error.
+    samples : int or "all", default 16
+        Coordinates per parameter: R for the chapter's deterministic sampler
+        (min(R, N) coordinates), or ``"all"`` for every coordinate.
+    step : float, optional
+        The requested step h for every coordinate. Default: the dtype's
+        ε^(1/3)·max(1, |θ|) per coordinate.
+    tolerance : float, optional
+        Tolerance on the chapter's scaled error. Default: the dtype's ε^(1/3).
+    kink_tolerance : float, optional
+        Tolerance on the one-sided slopes' scaled gap. Default: the dtype's ε^(1/6).
+    coordinates : Mapping[str, iterable of index tuples], optional
+        Explicit coordinates for some parameters (in the given order; an int
+        is accepted for a 1-D parameter); the others are sampled.
+    names : iterable of str, optional
+        Check only these parameters (the problem's order is kept).
+    progress : callable (done, total) -> None, optional
+        Called with (0, total) before the first objective call and after
+        every checked coordinate.
+
+    Returns
+    -------
+    GradientCheckReport
+
+    Raises
+    ------
+    GradCheckError
+        Before any objective call, for anything wrong with the request
+        (wrapped in AtParameter, and AtCoordinate where a coordinate is at
+        fault). During the check, a non-finite or non-scalar objective value
+        is AtParameter(AtCoordinate(...)). Exceptions raised by the objective
+        propagate unchanged, with every array restored.
+    """
+    plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names)
+    if progress is not None and not callable(progress):
+        raise NotCallable(role="progress", type_name=type(progress).__name__)
+
+    def evaluate_objective(_array):
+        return objective(parameters)
+
+    total = sum(len(planned.coordinates) for planned in plan)
+    done = 0
+    if progress is not None:
+        progress(done, total)
+    parameter_checks = []
+    for planned in plan:
+        records = []
+        for coordinate in planned.coordinates:
+            index = coordinate.sample.coordinate
+            evaluate = probing_objective(planned.array, index, evaluate_objective)
+            try:
+                difference = central_difference(coordinate.point, coordinate.step, evaluate, coordinate.geometry)
+                comparison = compare_gradients(coordinate.analytic, difference.derivative, planned.tolerance)
+                slopes = compare_one_sided_slopes(difference, planned.kink_tolerance)
+            except GradCheckError as error:
+                located = at_coordinate(index, error)
+                raise AtParameter(parameter=planned.name, source=located) from located
+            records.append(_coordinate_check(coordinate.sample, difference, comparison, slopes))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        purity = _purity([(planned.name, record) for record in records])
+        parameter_checks.append(
+            ParameterCheck(
+                name=planned.name,
+                dtype=planned.dtype.name,
+                shape=tuple(planned.array.shape),
+                selection=planned.selection,
+                requested_samples=planned.requested_samples,
+                step=step if step is None else float(step),
+                tolerance=planned.tolerance,
+                kink_tolerance=planned.kink_tolerance,
+                passed=purity.pure and all(record.passed for record in records),
+                purity=purity,
+                checks=tuple(records),
+            )
+        )
+
+    across = _purity([(check.name, check.checks[0]) for check in parameter_checks])
+    failing = tuple(check.name for check in parameter_checks if not check.passed)
+    return GradientCheckReport(
+        passed=across.pure and not failing,
+        checked=total,
+        failed=sum(1 for check in parameter_checks for record in check.checks if not record.passed),
+        failing_parameters=failing,
+        purity=across,
+        parameters=tuple(parameter_checks),
+    )
+
+
+def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options)."""
+    return check_gradients(problem.objective, problem.parameters, problem.gradients, **options)
+
+
+def _coordinate_check(sample, difference, comparison, slopes) -> CoordinateCheck:
+    analytic = comparison.analytic
+    between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
+    kink = KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes)
+    if kink.suspected:
+        verdict = "suspected kink"
+    else:
+        verdict = "passed" if comparison.passed else "failed"
+    return CoordinateCheck(
+        flat_index=sample.flat_index,
+        coordinate=sample.coordinate,
+        difference=difference,
+        comparison=comparison,
+        kink=kink,
+        verdict=verdict,
+        passed=verdict == "passed",
+    )
+
+
+def _bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+def _where(parameter: str, coordinate: tuple) -> str:
+    return f"{parameter}{rust_list(coordinate)}"
+
+
+def _purity(entries: list) -> PurityVerdict:
+    """Compare the center values of ``(parameter, CoordinateCheck)`` entries bit for bit."""
+    reference_parameter, reference = entries[0]
+    reference_value = reference.difference.center_value
+    for parameter, record in entries[1:]:
+        value = record.difference.center_value
+        if _bits(value) != _bits(reference_value):
+            message = (
+                "the objective is nondeterministic or stateful: with every parameter restored, "
+                f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
+                f"but f at {_where(parameter, record.coordinate)} was {rust_debug(value)}"
+            )
+            return PurityVerdict(
+                pure=False,
+                compared=len(entries),
+                reference_parameter=reference_parameter,
+                reference_coordinate=reference.coordinate,
+                reference_value=reference_value,
+                differing_parameter=parameter,
+                differing_coordinate=record.coordinate,
+                differing_value=value,
+                message=message,
+            )
+    if len(entries) == 1:
+        message = "one center value: nothing to compare"
+    else:
+        message = f"all {len(entries)} center values are bit-identical"
+    return PurityVerdict(
+        pure=True,
+        compared=len(entries),
+        reference_parameter=reference_parameter,
+        reference_coordinate=reference.coordinate,
+        reference_value=reference_value,
+        differing_parameter=None,
+        differing_coordinate=None,
+        differing_value=None,
+        message=message,
+    )
+
+
+# Validation: everything below runs before the first objective call.
+
+
+def _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names) -> list:
+    if not callable(objective):
+        raise NotCallable(role="objective", type_name=type(objective).__name__)
+    _validate_mapping("parameters", "arrays", parameters)
+    _validate_mapping("gradients", "arrays", gradients)
+    for name in gradients:
+        if name not in parameters:
+            raise UnexpectedGradient(name=name)
+    if step is not None:
+        step = validate_step(step)
+    if tolerance is not None:
+        tolerance = validate_tolerance(tolerance)
+    if kink_tolerance is not None:
+        kink_tolerance = validate_tolerance(kink_tolerance)
+    samples = _validated_samples(samples)
+    selected = _selected_names(parameters, names)
+    if coordinates is None:
+        coordinates = {}
+    _validate_mapping("coordinates", "lists of coordinates", coordinates)
+    for name in coordinates:
+        if name not in parameters:
+            raise UnknownParameter(name=name, available=list(parameters))
+    for name in selected:
+        if name not in gradients:
+            raise MissingGradient(name=name)
+
+    plan = []
+    for name in selected:
+        try:
+            plan.append(
+                _plan_parameter(
+                    name,
+                    parameters[name],
+                    gradients[name],
+                    samples,
+                    coordinates.get(name),
+                    step,
+                    tolerance,
+                    kink_tolerance,
+                )
+            )
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+    _reject_shared_memory(plan, parameters)
+    return plan
+
+
+def _validate_mapping(role: str, values: str, mapping) -> None:
+    if not isinstance(mapping, Mapping):
+        raise NotAMapping(role=role, values=values, type_name=type(mapping).__name__)
+    for key in mapping:
+        if not isinstance(key, str):
+            raise InvalidParameterName(name=repr(key), type_name=type(key).__name__)
+
+
+def _validated_samples(samples) -> Samples:
+    if isinstance(samples, str) and samples == ALL_COORDINATES:
+        return ALL_COORDINATES
+    if isinstance(samples, bool):
+        raise InvalidSamples(samples=repr(samples))
+    try:
+        count = operator.index(samples)
+    except TypeError:
+        raise InvalidSamples(samples=repr(samples)) from None
+    if count == 0:
+        raise ZeroSamples()
+    if count < 0:
+        raise InvalidSamples(samples=repr(count))
+    return count
+
+
+def _selected_names(parameters: Mapping, names) -> list:
+    if names is None:
+        selected = list(parameters)
+    else:
+        if isinstance(names, str):
+            names = [names]
+        wanted = list(names)
+        for name in wanted:
+            if name not in parameters:
+                raise UnknownParameter(name=name, available=list(parameters))
+        selected = [name for name in parameters if name in wanted]
+    if not selected:
+        raise NoParameters()
+    return selected
+
+
+def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance) -> _PlannedParameter:
+    dtype = writable_parameters(array)
+    if isinstance(gradient, (np.generic, float, int)) and not isinstance(gradient, bool):
+        # A 0-d parameter's gradient often comes back as a scalar (np.cos(np.array(0.0)) is one).
+        gradient = np.asarray(gradient)
+    gradient = real_analytic(gradient)
+    if array.shape != gradient.shape:
+        raise GradientShapeMismatch(parameters=list(array.shape), analytic=list(gradient.shape))
+    if listed is not None:
+        selection, requested = "explicit", None
+        samples_selected = _explicit_coordinates(listed, array.shape)
+    elif samples == ALL_COORDINATES:
+        selection, requested = "all", None
+        count = element_count(array.shape)
+        if count == 0:
+            raise EmptyTensor()
+        samples_selected = sample_tensor_coordinates(array.shape, count)
+    else:
+        selection, requested = "sampled", samples
+        samples_selected = sample_tensor_coordinates(array.shape, samples)
+
+    planned = []
+    for sample in samples_selected:
+        index = sample.coordinate
+        point = float(array[index])
+        try:
+            if not math.isfinite(point):
+                # Before the default step, which a non-finite θ would make non-finite too.
+                raise NonFinitePoint(point=point)
+            coordinate_step = step if step is not None else dtype.default_step(point)
+            geometry = dtype_perturbations(point, coordinate_step, dtype)
+        except GradCheckError as error:
+            raise at_coordinate(index, error) from error
+        analytic = float(gradient[index])
+        if not math.isfinite(analytic):
+            raise at_coordinate(index, NonFiniteAnalyticGradient(value=analytic))
+        planned.append(_PlannedCoordinate(sample, point, coordinate_step, geometry, analytic))
+
+    return _PlannedParameter(
+        name=name,
+        array=array,
+        dtype=dtype,
+        selection=selection,
+        requested_samples=requested,
+        tolerance=dtype.tolerance if tolerance is None else tolerance,
+        kink_tolerance=dtype.kink_tolerance if kink_tolerance is None else kink_tolerance,
+        coordinates=tuple(planned),
+    )
+
+
+def _explicit_coordinates(listed, shape: tuple) -> list:
+    if isinstance(listed, (str, bytes)) or not isinstance(listed, Iterable):
+        raise InvalidCoordinate(coordinate=repr(listed), shape=list(shape))
+    selected, seen = [], set()
+    for item in listed:
+        coordinate = _index_tuple(item, shape)
+        if coordinate in seen:
+            raise DuplicateCoordinate(coordinate=list(coordinate))
+        seen.add(coordinate)
+        flat_index = 0
+        for position, extent in zip(coordinate, shape):
+            flat_index = flat_index * extent + position
+        selected.append(SampledCoordinate(flat_index, coordinate))
+    if not selected:
+        raise ZeroSamples()
+    return selected
+
+
+def _index_tuple(item, shape: tuple) -> tuple:
+    """A row-major index tuple into ``shape``; an int stands for (int,) in 1-D."""
+    try:
+        if isinstance(item, bool):
+            raise TypeError
+        if len(shape) == 1 and not isinstance(item, (tuple, list, np.ndarray)):
+            coordinate = (operator.index(item),)
+        else:
+            coordinate = tuple(operator.index(position) for position in item)
+            if any(isinstance(position, bool) for position in item):
+                raise TypeError
+    except TypeError:
+        raise InvalidCoordinate(coordinate=repr(item), shape=list(shape)) from None
+    in_range = len(coordinate) == len(shape) and all(0 <= p < extent for p, extent in zip(coordinate, shape))
+    if not in_range:
+        raise InvalidCoordinate(coordinate=rust_list(coordinate), shape=list(shape))
+    return coordinate
+
+
+def _reject_shared_memory(plan: list, parameters: Mapping) -> None:
+    arrays = [(name, value) for name, value in parameters.items() if isinstance(value, np.ndarray)]
+    for planned in plan:
+        for name, other in arrays:
+            if name != planned.name and _overlap(planned.array, other):
+                first, second = sorted((planned.name, name), key=list(parameters).index)
+                raise SharedParameterMemory(first=first, second=second)
+
+
+_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
+
+
+def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
+    if not np.may_share_memory(first, second):
+        return False
+    try:
+        return bool(np.shares_memory(first, second, max_work=100_000))
+    except _TOO_HARD:
+        # Too costly to decide exactly: refuse rather than perturb two parameters at once.
+        return True

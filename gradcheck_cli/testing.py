@@ -1,0 +1,124 @@
+"""A pytest helper: ``assert_gradients_match`` raises AssertionError with a small table.
+
+    from gradcheck_cli.testing import assert_gradients_match
+
+    def test_backward():
+        parameters, gradients = model.parameters(), model.backward()
+        assert_gradients_match(model.loss, parameters, gradients)
+
+The arguments are exactly :func:`~gradcheck_cli.check.check_gradients`'s.
+A failing check raises ``AssertionError`` whose message lists the
+coordinates that did not pass (parameter, coordinate, verdict, analytic,
+numerical, scaled error, actual spacings h₋ and h₊), the tolerances in
+force, and any purity failure. A bad request (a dtype, a shape, a
+non-finite value) is not an assertion failure: its typed
+:class:`~gradcheck_cli.errors.GradCheckError` propagates as is.
+Plain text only: this module never imports rich.
+"""
+
+from typing import Callable, Iterable, Mapping, Optional
+
+from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
+from .formatting import rust_list
+
+__all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
+
+#: Rows shown before the table is cut short with "... and N more".
+MAX_ROWS = 20
+
+_HEADER = ("parameter", "coordinate", "verdict", "analytic", "numerical", "scaled error", "h-", "h+")
+_NUMERIC = {"analytic", "numerical", "scaled error", "h-", "h+"}
+
+
+def assert_gradients_match(
+    objective: Callable[[Mapping], float],
+    parameters: Mapping,
+    gradients: Mapping,
+    *,
+    samples: Samples = DEFAULT_SAMPLES,
+    step: Optional[float] = None,
+    tolerance: Optional[float] = None,
+    kink_tolerance: Optional[float] = None,
+    coordinates: Optional[Mapping] = None,
+    names: Optional[Iterable[str]] = None,
+) -> GradientCheckReport:
+    """Run :func:`~gradcheck_cli.check.check_gradients`; raise AssertionError unless it passed.
+
+    Returns the report when it passed, so a test can look further.
+    """
+    __tracebackhide__ = True  # pytest shows the assertion, not this frame
+    report = check_gradients(
+        objective,
+        parameters,
+        gradients,
+        samples=samples,
+        step=step,
+        tolerance=tolerance,
+        kink_tolerance=kink_tolerance,
+        coordinates=coordinates,
+        names=names,
+    )
+    if not report.passed:
+        raise AssertionError(failure_table(report))
+    return report
+
+
+def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
+    """The failing coordinates of ``report`` as a plain-text table, with tolerances and purity."""
+    failures = report.failures()
+    lines = [
+        f"gradient check failed: {report.failed} of {report.checked} coordinates did not pass"
+        + (f" in {', '.join(report.failing_parameters)}" if report.failing_parameters else "")
+    ]
+    if failures:
+        rows = [_row(name, record) for name, record in failures[:max_rows]]
+        lines.append("")
+        lines.extend(_aligned([_HEADER, *rows]))
+        if len(failures) > max_rows:
+            lines.append(f"... and {len(failures) - max_rows} more")
+    lines.append("")
+    for check in report.parameters:
+        if not check.passed:
+            step = "ε^(1/3)·max(1, |θ|)" if check.step is None else f"{check.step:.3e}"
+            lines.append(
+                f"{check.name}: {check.dtype}, step {step}, tolerance {check.tolerance:.3e}, "
+                f"kink tolerance {check.kink_tolerance:.3e}"
+            )
+    if any(record.kink.suspected for _, record in failures):
+        lines.append(
+            "suspected kink: the one-sided slopes disagree (a corner, a step too large for the "
+            "curvature, or rounding); it never counts as evidence that the gradient is right"
+        )
+    for verdict in report.impurities():
+        lines.append(verdict.message)
+    return "\n".join(lines)
+
+
+def _row(name, record) -> tuple:
+    if record.kink.suspected:
+        verdict = "kink, " + ("between slopes" if record.kink.analytic_between_slopes else "outside slopes")
+    else:
+        verdict = record.verdict
+    difference = record.difference
+    return (
+        name,
+        rust_list(record.coordinate),
+        verdict,
+        f"{record.comparison.analytic:.10g}",
+        f"{record.comparison.numerical:.10g}",
+        f"{record.comparison.scaled_error:.3e}",
+        f"{difference.minus_spacing:.3e}",
+        f"{difference.plus_spacing:.3e}",
+    )
+
+
+def _aligned(rows: list) -> list:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(_HEADER))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(width) if header in _NUMERIC else cell.ljust(width)
+            for cell, width, header in zip(row, widths, _HEADER)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines

@@ -1,0 +1,707 @@
+"""check_gradients: the chapter's sampled check over named parameters, its verdicts and its refusals."""
+
+import json
+import math
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gradcheck_cli
+from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
+from gradcheck_cli.check import ALL_COORDINATES, DEFAULT_SAMPLES, VERDICTS
+from gradcheck_cli.dtypes import PROBE_DTYPES
+from gradcheck_cli.errors import (
+    AtCoordinate,
+    AtParameter,
+    DuplicateCoordinate,
+    EmptyTensor,
+    GradCheckError,
+    GradientShapeMismatch,
+    InvalidCoordinate,
+    InvalidParameterName,
+    InvalidSamples,
+    InvalidStep,
+    InvalidTolerance,
+    MissingGradient,
+    NoParameters,
+    NonFiniteAnalyticGradient,
+    NonFiniteEvaluation,
+    NonFinitePoint,
+    NonScalarEvaluation,
+    NotAMapping,
+    NotAnArray,
+    NotCallable,
+    ReadOnlyArray,
+    SharedParameterMemory,
+    UnexpectedGradient,
+    UnknownParameter,
+    UnsupportedDtype,
+    ZeroSamples,
+)
+from gradcheck_cli.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
+
+FLOAT64 = PROBE_DTYPES["float64"]
+
+
+def sum_of_squares(parameters):
+    return float(sum(np.sum(np.asarray(array, dtype=np.float64) ** 2) for array in parameters.values()))
+
+
+def doubled(parameters):
+    return {name: 2 * np.asarray(array, dtype=np.float64) for name, array in parameters.items()}
+
+
+def counting(objective):
+    calls = []
+
+    def counted(parameters):
+        calls.append(1)
+        return objective(parameters)
+
+    return counted, calls
+
+
+# --- the chapter's numbers through the multi-parameter API -------------------------------------
+
+
+def test_the_chapters_nll_check_gives_the_chapters_records():
+    # The chapter's NLL fixture: step 1e-5, tolerance 1e-6, four samples, coordinates
+    # [[0,0],[0,1],[1,0],[1,2]] with the printed analytic and numerical values (12 decimals).
+    logits = chapter_logits()
+    targets = np.asarray(TARGETS)
+    analytic = hand_derived_nll_gradient(logits, targets)
+    report = check_gradients(
+        lambda p: indexed_mean_nll(p["logits"], targets),
+        {"logits": logits},
+        {"logits": analytic},
+        samples=4,
+        step=1e-5,
+        tolerance=1e-6,
+    )
+    check = report.parameters[0]
+    assert [record.coordinate for record in check.checks] == [(0, 0), (0, 1), (1, 0), (1, 2)]
+    printed = [
+        ("-0.377635764473", "-0.377635764481"),
+        ("0.332620477887", "0.332620477894"),
+        ("0.433406666099", "0.433406666087"),
+        ("-0.492061880012", "-0.492061879994"),
+    ]
+    for record, (analytic_text, numerical_text) in zip(check.checks, printed):
+        assert f"{record.comparison.analytic:.12f}" == analytic_text
+        assert f"{record.comparison.numerical:.12f}" == numerical_text
+        assert record.verdict == "passed"
+    # Bit for bit the chapter's single-tensor check (same probes, values, estimate).
+    chapter = sampled_tensor_gradient_check(logits, analytic, 1e-5, 1e-6, 4, lambda a: indexed_mean_nll(a, targets))
+    assert [record.difference for record in check.checks] == [record.difference for record in chapter.checks]
+    assert [record.comparison for record in check.checks] == [record.comparison for record in chapter.checks]
+    assert report.passed and report.return_code == 0
+    assert (report.checked, report.failed, report.failing_parameters) == (4, 0, ())
+
+
+def test_defaults_are_sixteen_samples_and_the_dtype_policy():
+    weights = np.arange(40.0).reshape(5, 8) / 10
+    report = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights})
+    check = report.parameters[0]
+    assert DEFAULT_SAMPLES == 16
+    assert (check.selection, check.requested_samples, len(check.checks)) == ("sampled", 16, 16)
+    # The chapter's sampler: ⌊k·39/15⌋ for k = 0..15.
+    assert [record.flat_index for record in check.checks] == [k * 39 // 15 for k in range(16)]
+    assert (check.step, check.tolerance, check.kink_tolerance) == (None, FLOAT64.tolerance, FLOAT64.kink_tolerance)
+    for record in check.checks:
+        assert record.difference.requested_step == FLOAT64.step_factor * max(1.0, abs(record.difference.point))
+    assert report.passed
+
+
+def test_explicit_step_tolerance_and_kink_tolerance_apply_to_every_coordinate():
+    weights = np.array([0.5, -3.0, 20.0])
+    report = check_gradients(
+        sum_of_squares, {"w": weights}, {"w": 2 * weights}, step=1e-4, tolerance=1e-7, kink_tolerance=0.5
+    )
+    check = report.parameters[0]
+    assert (check.step, check.tolerance, check.kink_tolerance) == (1e-4, 1e-7, 0.5)
+    assert {record.difference.requested_step for record in check.checks} == {1e-4}
+    assert {record.kink.slopes.tolerance for record in check.checks} == {0.5}
+
+
+def test_all_coordinates_in_row_major_order():
+    weights = np.arange(6.0).reshape(2, 3)
+    report = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights}, samples=ALL_COORDINATES)
+    check = report.parameters[0]
+    assert (check.selection, check.requested_samples) == ("all", None)
+    assert [record.coordinate for record in check.checks] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert [record.flat_index for record in check.checks] == list(range(6))
+
+
+def test_explicit_coordinates_keep_their_order_and_others_are_sampled():
+    weights, bias = np.arange(6.0).reshape(2, 3), np.arange(4.0)
+    parameters = {"w": weights, "b": bias}
+    report = check_gradients(
+        sum_of_squares, parameters, doubled(parameters), samples=2, coordinates={"w": [(1, 2), [0, 1]]}
+    )
+    w, b = report.parameters
+    assert (w.selection, w.requested_samples) == ("explicit", None)
+    assert [(record.coordinate, record.flat_index) for record in w.checks] == [((1, 2), 5), ((0, 1), 1)]
+    assert (b.selection, [record.coordinate for record in b.checks]) == ("sampled", [(0,), (3,)])
+    # A bare int is a coordinate of a 1-D parameter.
+    report = check_gradients(sum_of_squares, parameters, doubled(parameters), coordinates={"b": [3, np.int64(1)]})
+    assert [record.coordinate for record in report.parameter("b").checks] == [(3,), (1,)]
+
+
+def test_names_restrict_the_check_and_keep_the_problems_order():
+    parameters = {"a": np.ones(2), "b": np.ones(3), "c": np.ones(4)}
+    gradients = doubled(parameters)
+    objective, calls = counting(sum_of_squares)
+    report = check_gradients(objective, parameters, gradients, names=["c", "a"])
+    assert [check.name for check in report.parameters] == ["a", "c"]
+    assert len(calls) == 3 * (2 + 4)
+    assert [check.name for check in check_gradients(sum_of_squares, parameters, gradients, names="b").parameters] == [
+        "b"
+    ]
+    # Unchecked parameters need no gradient.
+    del gradients["b"]
+    assert check_gradients(sum_of_squares, parameters, gradients, names=["a"]).passed
+
+
+def test_zero_dimensional_parameters():
+    parameters = {"scale": np.array(1.5)}
+    report = check_gradients(sum_of_squares, parameters, {"scale": np.array(3.0)})
+    assert [record.coordinate for record in report.parameters[0].checks] == [()]
+    assert report.passed
+
+
+@pytest.mark.parametrize("gradient", [np.float64(3.0), np.float32(3.0), 3.0, 3])
+def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
+    # np.cos(np.array(0.0)) is an np.float64, not an array: scalars stand for 0-d gradients.
+    assert check_gradients(sum_of_squares, {"scale": np.array(1.5)}, {"scale": gradient}).passed
+
+
+def test_a_list_is_not_a_gradient():
+    error = refused(AtParameter, {"w": np.ones(2)}, {"w": [2.0, 2.0]})
+    assert str(error) == "parameter 'w': analytic must be a numpy array, got list"
+
+
+def test_check_problem_takes_a_gradient_problem():
+    weights = np.linspace(-1.0, 1.0, 5)
+    problem = GradientProblem(sum_of_squares, {"w": weights}, {"w": 2 * weights})
+    assert check_problem(problem, samples=3).to_dict() == check_gradients(*vars(problem).values(), samples=3).to_dict()
+
+
+def test_report_is_json_ready_and_names_the_failing_parameter():
+    parameters = {"good": np.array([1.0, 2.0]), "bad": np.array([3.0])}
+    gradients = {"good": np.array([2.0, 4.0]), "bad": np.array([5.0])}
+    report = check_gradients(sum_of_squares, parameters, gradients)
+    assert not report.passed and report.return_code == 1
+    assert (report.checked, report.failed, report.failing_parameters) == (3, 1, ("bad",))
+    [(name, record)] = report.failures()
+    # Exact hand arithmetic: the numerical derivative of x² at 3 is 6, so scale 6 and error 1/6.
+    assert (name, record.coordinate, record.verdict, record.passed) == ("bad", (0,), "failed", False)
+    assert math.isclose(record.comparison.numerical, 6.0, rel_tol=1e-9)
+    assert math.isclose(record.comparison.scaled_error, 1 / 6, rel_tol=1e-9)
+    record_dict = report.to_dict()
+    assert json.loads(json.dumps(record_dict, allow_nan=False)) == record_dict
+    assert list(record_dict) == ["passed", "checked", "failed", "failing_parameters", "purity", "parameters"]
+    first = record_dict["parameters"][0]["checks"][0]
+    assert list(first) == ["flat_index", "coordinate", "difference", "comparison", "kink", "verdict", "passed"]
+    assert list(first["difference"])[-1] == "derivative" and first["comparison"]["passed"] is True
+    assert set(VERDICTS) == {"passed", "failed", "suspected kink"}
+
+
+def test_progress_is_reported_from_zero_to_total():
+    seen = []
+    parameters = {"a": np.ones(3), "b": np.ones(2)}
+    check_gradients(
+        sum_of_squares, parameters, doubled(parameters), progress=lambda done, total: seen.append((done, total))
+    )
+    assert seen == [(done, 5) for done in range(6)]
+
+
+# --- kinks -------------------------------------------------------------------------------------
+
+
+def absolute_sum(parameters):
+    return float(np.sum(np.abs(parameters["x"])))
+
+
+def test_a_kink_is_flagged_and_never_passes():
+    # |x| at 0: symmetric probes give slopes −1 and 1 and the numerical value 0 (the chapter's false
+    # pass). Candidate 0 lies between the slopes (a subgradient); 2 lies outside.
+    report = check_gradients(absolute_sum, {"x": np.array([0.0, 0.0])}, {"x": np.array([0.0, 2.0])})
+    between, outside = report.parameters[0].checks
+    for record in (between, outside):
+        assert record.kink.suspected and record.verdict == "suspected kink" and not record.passed
+        assert (record.kink.slopes.left, record.kink.slopes.right) == (-1.0, 1.0)
+        assert record.kink.slopes.scaled_gap == 2.0 and record.comparison.numerical == 0.0
+    assert between.comparison.passed and between.kink.analytic_between_slopes
+    assert not outside.kink.analytic_between_slopes
+    assert not report.passed and report.failing_parameters == ("x",)
+
+
+def test_relu_kink_endpoints_count_as_between_the_slopes():
+    # relu at 0: slopes 0 and 1 (exact: the probes are ±h and relu(h)/h = 1); candidates 0 and 1 are
+    # both subgradients, 1.5 is not.
+    report = check_gradients(
+        lambda p: float(np.sum(np.maximum(p["x"], 0.0))), {"x": np.zeros(3)}, {"x": np.array([0.0, 1.0, 1.5])}
+    )
+    assert [record.kink.analytic_between_slopes for record in report.parameters[0].checks] == [True, True, False]
+    assert {record.verdict for record in report.parameters[0].checks} == {"suspected kink"}
+
+
+def test_the_kink_tolerance_is_what_flags_the_corner():
+    # With a kink tolerance above the gap 2 the same corner is not flagged, and candidate 0 passes:
+    # the chapter's false pass, which the default kink tolerance 2.46e-3 exists to expose.
+    report = check_gradients(absolute_sum, {"x": np.zeros(1)}, {"x": np.zeros(1)}, kink_tolerance=2.0)
+    assert report.passed and not report.parameters[0].checks[0].kink.suspected
+
+
+def test_smooth_curvature_is_not_a_kink_at_the_default_step():
+    # exp(4x) at 0: f″ = 16, slopes differ by about f″·h = 16·6.06e-6 ≈ 9.7e-5 relative to the slope
+    # scale 4: a scaled gap near 2.4e-5, a hundred times below the kink tolerance 2.46e-3.
+    report = check_gradients(lambda p: float(np.exp(4 * p["x"][0])), {"x": np.zeros(1)}, {"x": np.array([4.0])})
+    record = report.parameters[0].checks[0]
+    assert math.isclose(record.kink.slopes.scaled_gap, 16 * FLOAT64.step_factor / 4, rel_tol=1e-3)
+    assert report.passed
+
+
+# --- purity ------------------------------------------------------------------------------------
+
+
+def test_a_stateful_objective_fails_and_names_two_coordinates():
+    state = {"calls": 0}
+
+    def leaky(parameters):
+        state["calls"] += 1
+        return sum_of_squares(parameters) + 1e-3 * (state["calls"] // 3)
+
+    parameters = {"w": np.array([1.0, 2.0, 3.0])}
+    report = check_gradients(leaky, parameters, doubled(parameters))
+    purity = report.parameters[0].purity
+    assert not purity.pure and not report.passed and report.failing_parameters == ("w",)
+    assert (purity.reference_coordinate, purity.differing_coordinate) == ((0,), (1,))
+    # Center of coordinate 0 is call 2: 14 + 0; of coordinate 1, call 5: 14 + 1e-3.
+    assert (purity.reference_value, purity.differing_value) == (14.0, 14.0 + 1e-3)
+    assert purity.message == (
+        "the objective is nondeterministic or stateful: with every parameter restored, "
+        "f at w[0] was 14.0 but f at w[1] was 14.001"
+    )
+    assert report.impurities() == [purity]
+
+
+def test_center_values_are_compared_across_parameters_too():
+    # The drift starts only after the first parameter's three calls: each parameter is consistent
+    # on its own, but their center values differ.
+    state = {"calls": 0}
+
+    def drifting(parameters):
+        state["calls"] += 1
+        return sum_of_squares(parameters) + (1.0 if state["calls"] > 3 else 0.0)
+
+    parameters = {"a": np.array([1.0]), "b": np.array([2.0, 3.0])}
+    report = check_gradients(drifting, parameters, doubled(parameters))
+    assert all(check.purity.pure for check in report.parameters)
+    assert not report.purity.pure and not report.passed
+    assert (report.purity.reference_parameter, report.purity.differing_parameter) == ("a", "b")
+    assert report.failing_parameters == ()  # no parameter failed on its own: the report did
+    assert report.impurities() == [report.purity]
+
+
+def test_a_pure_objective_reports_how_many_values_agreed():
+    parameters = {"w": np.arange(5.0)}
+    report = check_gradients(sum_of_squares, parameters, doubled(parameters))
+    assert report.parameters[0].purity.message == "all 5 center values are bit-identical"
+    assert report.purity.message == "one center value: nothing to compare"
+
+
+# --- refusals before the first call ------------------------------------------------------------
+
+
+def refused(error_type, *arguments, **options):
+    """Run a check that must be refused; return the error after asserting no call was made."""
+    objective, calls = counting(sum_of_squares)
+    if not arguments:
+        arguments = ({"w": np.ones(3)}, {"w": np.ones(3)})
+    with pytest.raises(error_type) as caught:
+        check_gradients(objective, *arguments, **options)
+    assert calls == []
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    "options, error_type, message",
+    [
+        ({"samples": 0}, ZeroSamples, "sampled tensor gradient check needs at least one sample"),
+        ({"samples": -2}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got -2'),
+        (
+            {"samples": "some"},
+            InvalidSamples,
+            "samples per parameter must be a positive whole number or \"all\", got 'some'",
+        ),
+        ({"samples": 1.5}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got 1.5'),
+        ({"samples": True}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got True'),
+        ({"step": 0.0}, InvalidStep, "central-difference requested step 0.0 must be positive and finite"),
+        ({"step": math.nan}, InvalidStep, "central-difference requested step NaN must be positive and finite"),
+        ({"tolerance": -1.0}, InvalidTolerance, "gradient-check tolerance -1.0 must be finite and nonnegative"),
+        ({"kink_tolerance": math.inf}, InvalidTolerance, "gradient-check tolerance inf must be finite and nonnegative"),
+        ({"names": ["v"]}, UnknownParameter, "parameter 'v' is not one of the problem's parameters ['w']"),
+        ({"names": []}, NoParameters, "the problem has no parameters to perturb"),
+        ({"coordinates": {"v": [0]}}, UnknownParameter, "parameter 'v' is not one of the problem's parameters ['w']"),
+        (
+            {"coordinates": [(0,)]},
+            NotAMapping,
+            "coordinates must be a mapping from parameter names to lists of coordinates, got list",
+        ),
+        ({"progress": 3}, NotCallable, "progress must be callable, got int"),
+    ],
+)
+def test_bad_options_are_refused(options, error_type, message):
+    assert str(refused(error_type, **options)) == message
+
+
+@pytest.mark.parametrize(
+    "parameters, gradients, error_type, message",
+    [
+        ([np.ones(2)], {}, NotAMapping, "parameters must be a mapping from parameter names to arrays, got list"),
+        (
+            {"w": np.ones(2)},
+            None,
+            NotAMapping,
+            "gradients must be a mapping from parameter names to arrays, got NoneType",
+        ),
+        ({3: np.ones(2)}, {}, InvalidParameterName, "parameter names must be strings, got 3 (int)"),
+        ({}, {}, NoParameters, "the problem has no parameters to perturb"),
+        ({"w": np.ones(2)}, {}, MissingGradient, "the problem has no analytic gradient for parameter 'w'"),
+        (
+            {"w": np.ones(2)},
+            {"w": np.ones(2), "W": np.ones(2)},
+            UnexpectedGradient,
+            "analytic gradient 'W' names no parameter of the problem",
+        ),
+    ],
+)
+def test_bad_mappings_are_refused(parameters, gradients, error_type, message):
+    assert str(refused(error_type, parameters, gradients)) == message
+
+
+def read_only(array):
+    array.flags.writeable = False
+    return array
+
+
+@pytest.mark.parametrize(
+    "parameter, gradient, error_type, message",
+    [
+        ([1.0, 2.0], np.ones(2), NotAnArray, "parameters must be a numpy array, got list"),
+        (
+            np.ones(2, dtype=np.float16),
+            np.ones(2),
+            UnsupportedDtype,
+            "parameters array has dtype float16; expected float64, float32 or bfloat16",
+        ),
+        (
+            np.ones(2, dtype=np.int64),
+            np.ones(2),
+            UnsupportedDtype,
+            "parameters array has dtype int64; expected float64, float32 or bfloat16",
+        ),
+        (
+            read_only(np.ones(2)),
+            np.ones(2),
+            ReadOnlyArray,
+            "parameters array is read-only; the check perturbs it in place and restores it",
+        ),
+        (
+            np.ones(2),
+            np.ones(2, dtype=complex),
+            UnsupportedDtype,
+            "analytic array has dtype complex128; expected a real float64-representable dtype",
+        ),
+        (
+            np.ones(2),
+            np.ones((1, 2)),
+            GradientShapeMismatch,
+            "parameter shape [2] does not match analytic-gradient shape [1, 2]",
+        ),
+        (np.ones((0, 2)), np.ones((0, 2)), EmptyTensor, "sampled tensor gradient check needs at least one value"),
+    ],
+)
+def test_bad_arrays_are_refused_with_the_parameter_named(parameter, gradient, error_type, message):
+    error = refused(AtParameter, {"w": parameter}, {"w": gradient})
+    assert isinstance(error.source, error_type) and error.parameter == "w"
+    assert str(error) == f"parameter 'w': {message}"
+    assert "\n" not in str(error)
+
+
+def test_empty_array_with_all_samples_is_an_empty_tensor():
+    error = refused(AtParameter, {"w": np.ones(0)}, {"w": np.ones(0)}, samples="all")
+    assert isinstance(error.source, EmptyTensor)
+
+
+@pytest.mark.parametrize(
+    "listed, error_type, message",
+    [
+        ([(0, 3)], InvalidCoordinate, "coordinate [0, 3] is not an index into shape [2, 3]"),
+        ([(-1, 0)], InvalidCoordinate, "coordinate [-1, 0] is not an index into shape [2, 3]"),
+        ([(0,)], InvalidCoordinate, "coordinate [0] is not an index into shape [2, 3]"),
+        ([1], InvalidCoordinate, "coordinate 1 is not an index into shape [2, 3]"),
+        ([(0.5, 1)], InvalidCoordinate, "coordinate (0.5, 1) is not an index into shape [2, 3]"),
+        ([(True, 1)], InvalidCoordinate, "coordinate (True, 1) is not an index into shape [2, 3]"),
+        ("01", InvalidCoordinate, "coordinate '01' is not an index into shape [2, 3]"),
+        ([(1, 1), (0, 0), (1, 1)], DuplicateCoordinate, "coordinate [1, 1] is listed twice"),
+        ([], ZeroSamples, "sampled tensor gradient check needs at least one sample"),
+    ],
+)
+def test_bad_explicit_coordinates_are_refused(listed, error_type, message):
+    weights = np.ones((2, 3))
+    error = refused(AtParameter, {"w": weights}, {"w": weights.copy()}, coordinates={"w": listed})
+    assert isinstance(error.source, error_type)
+    assert str(error) == f"parameter 'w': {message}"
+
+
+def test_a_late_non_finite_analytic_value_stops_everything_before_the_first_call():
+    # The chapter: the complete selected coordinate set is validated before the first objective call.
+    parameters = {"a": np.ones(3), "b": np.ones((2, 2))}
+    gradients = {"a": np.ones(3), "b": np.array([[1.0, 1.0], [1.0, math.nan]])}
+    error = refused(AtParameter, parameters, gradients)
+    assert (
+        str(error) == "parameter 'b': gradient check at coordinate [1, 1] failed: analytic gradient NaN must be finite"
+    )
+    assert isinstance(error.source, AtCoordinate) and isinstance(error.source.source, NonFiniteAnalyticGradient)
+
+
+def test_a_non_finite_parameter_value_is_refused():
+    error = refused(AtParameter, {"w": np.array([1.0, math.inf])}, {"w": np.ones(2)}, samples="all")
+    assert isinstance(error.source.source, NonFinitePoint)
+    assert (
+        str(error) == "parameter 'w': gradient check at coordinate [1] failed: gradient-check point inf must be finite"
+    )
+
+
+def test_a_non_callable_objective_is_refused():
+    with pytest.raises(NotCallable) as caught:
+        check_gradients(3.0, {"w": np.ones(2)}, {"w": np.ones(2)})
+    assert str(caught.value) == "objective must be callable, got float"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda base: {"w": base, "v": base},  # the same array twice
+        lambda base: {"w": base, "v": base[1:]},  # a view overlapping it
+        lambda base: {"w": base[:, 0], "v": base.T},  # a column and the transpose
+    ],
+)
+def test_parameters_that_share_memory_are_refused(make):
+    parameters = make(np.ones((3, 3)))
+    gradients = {name: np.zeros(array.shape) for name, array in parameters.items()}
+    error = refused(SharedParameterMemory, parameters, gradients)
+    assert str(error) == "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both"
+
+
+def test_disjoint_views_of_one_buffer_are_fine():
+    base = np.arange(12.0).reshape(3, 4)
+    parameters = {"even": base[:, ::2], "odd": base[:, 1::2]}
+    assert check_gradients(sum_of_squares, parameters, doubled(parameters), samples="all").passed
+
+
+# --- errors during the check, and exceptions -----------------------------------------------------
+
+
+def test_a_non_finite_value_during_the_check_names_parameter_coordinate_and_side():
+    state = {"calls": 0}
+
+    def breaks_on_the_eighth_call(parameters):
+        state["calls"] += 1
+        return math.inf if state["calls"] == 8 else sum_of_squares(parameters)
+
+    parameters = {"a": np.ones(2), "b": np.ones(3)}
+    before = {name: array.tobytes() for name, array in parameters.items()}
+    with pytest.raises(AtParameter) as caught:
+        check_gradients(breaks_on_the_eighth_call, parameters, doubled(parameters))
+    # Calls 1–6 are a's two coordinates; call 8 is b[0]'s center.
+    assert (
+        str(caught.value)
+        == "parameter 'b': gradient check at coordinate [0] failed: center function evaluation returned inf"
+    )
+    assert isinstance(caught.value.source.source, NonFiniteEvaluation)
+    assert {name: array.tobytes() for name, array in parameters.items()} == before
+
+
+def test_a_non_scalar_value_is_a_typed_error():
+    parameters = {"w": np.ones(2)}
+    with pytest.raises(AtParameter) as caught:
+        check_gradients(lambda p: p["w"] * 2, parameters, doubled(parameters))
+    assert isinstance(caught.value.source.source, NonScalarEvaluation)
+    assert str(caught.value).endswith(
+        "minus function evaluation must return one real number, got ndarray of shape (2,)"
+    )
+
+
+class Boom(Exception):
+    pass
+
+
+def test_the_objectives_exception_propagates_unchanged():
+    boom = Boom("stop")
+
+    def objective(parameters):
+        raise boom
+
+    parameters = {"w": np.array([0.25, -0.0])}
+    before = parameters["w"].tobytes()
+    with pytest.raises(Boom) as caught:
+        check_gradients(objective, parameters, doubled(parameters))
+    assert caught.value is boom and parameters["w"].tobytes() == before
+
+
+dtypes = st.sampled_from([np.float64, np.float32, ml_dtypes.bfloat16])
+elements = st.floats(min_value=-1e4, max_value=1e4, allow_subnormal=True, width=32)
+
+
+@st.composite
+def problems(draw):
+    count = draw(st.integers(min_value=1, max_value=3))
+    parameters = {}
+    for index in range(count):
+        shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=3))
+        values = draw(hnp.arrays(np.float32, shape, elements=elements))
+        array = values.astype(draw(dtypes))
+        if draw(st.booleans()) and array.ndim == 2:
+            array = array.T  # a non-contiguous view, perturbed through the view
+        parameters[f"p{index}"] = array
+    return parameters
+
+
+def smooth(parameters):
+    return float(sum(np.sum(np.sin(np.asarray(array, dtype=np.float64))) for array in parameters.values()))
+
+
+def cosines(parameters):
+    return {name: np.cos(np.asarray(array, dtype=np.float64)) for name, array in parameters.items()}
+
+
+@given(
+    problems(),
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=1, max_value=60),
+    st.sampled_from([Boom, KeyboardInterrupt, "nan", None]),
+)
+def test_every_array_is_bit_identical_after_success_error_and_exception(parameters, samples, failing_call, failure):
+    before = {name: array.tobytes() for name, array in parameters.items()}
+    calls = []
+
+    def objective(current):
+        calls.append(1)
+        if len(calls) == failing_call and failure is not None:
+            if failure == "nan":
+                return math.nan
+            raise failure("stop")
+        return smooth(current)
+
+    expected_calls = 3 * sum(min(samples, array.size) for array in parameters.values())
+    try:
+        report = check_gradients(objective, parameters, cosines(parameters), samples=samples)
+    except (Boom, KeyboardInterrupt):
+        assert len(calls) == failing_call
+    except AtParameter as error:
+        assert failure == "nan" and isinstance(error.source.source, NonFiniteEvaluation)
+        assert len(calls) == failing_call
+    else:
+        assert failure is None or failing_call > expected_calls
+        assert len(calls) == expected_calls == 3 * report.checked
+    assert {name: array.tobytes() for name, array in parameters.items()} == before
+
+
+@given(problems(), st.integers(min_value=1, max_value=5))
+def test_each_call_sees_exactly_one_probe_in_minus_center_plus_order(parameters, samples):
+    originals = {name: array.copy() for name, array in parameters.items()}
+    seen = []
+
+    def objective(current):
+        changed = []
+        for name, array in current.items():
+            differs = array.astype(np.float64) != originals[name].astype(np.float64)
+            changed += [
+                (name, tuple(int(i) for i in index), float(array[tuple(index)])) for index in np.argwhere(differs)
+            ]
+        seen.append(changed)
+        return smooth(current)
+
+    report = check_gradients(objective, parameters, cosines(parameters), samples=samples)
+    records = [(check.name, record) for check in report.parameters for record in check.checks]
+    assert len(seen) == 3 * len(records)
+    for position, (name, record) in enumerate(records):
+        minus, center, plus = seen[3 * position : 3 * position + 3]
+        assert minus == [(name, record.coordinate, record.difference.minus_point)]
+        assert center == []
+        assert plus == [(name, record.coordinate, record.difference.plus_point)]
+
+
+def test_transposed_and_sliced_views_are_probed_through_the_view():
+    base = np.arange(1.0, 13.0).reshape(3, 4)
+    parameters = {"column": base[:, 1], "transposed": np.arange(1.0, 7.0).reshape(2, 3).T}
+    before = base.tobytes()
+    report = check_gradients(sum_of_squares, parameters, doubled(parameters), samples="all")
+    assert report.passed and base.tobytes() == before
+    assert [record.difference.point for record in report.parameter("column").checks] == [2.0, 6.0, 10.0]
+
+
+# --- the package surface -----------------------------------------------------------------------
+
+
+def test_importing_the_package_does_not_import_numpy_and_exports_the_check_api():
+    code = (
+        "import sys, gradcheck_cli\n"
+        "assert 'numpy' not in sys.modules\n"
+        "from gradcheck_cli import check_gradients, load_problem, GradientProblem, probe_dtype\n"
+        "assert 'numpy' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    for name in (
+        "check_gradients",
+        "check_problem",
+        "GradientCheckReport",
+        "KinkVerdict",
+        "PurityVerdict",
+        "ParameterCheck",
+        "CoordinateCheck",
+        "GradientProblem",
+        "load_problem",
+        "ProbeDtype",
+    ):
+        assert name in gradcheck_cli.__all__ and getattr(gradcheck_cli, name) is not None
+
+
+# Message examples for the error classes this module added (the core's error test lists the rest).
+ERROR_EXAMPLES = [
+    (gradcheck_cli.errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
+    (
+        NotAMapping(role="parameters", values="arrays", type_name="list"),
+        "parameters must be a mapping from parameter names to arrays, got list",
+    ),
+    (InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
+    (UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
+    (InvalidSamples(samples="-2"), 'samples per parameter must be a positive whole number or "all", got -2'),
+    (InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]), "coordinate [0, 3] is not an index into shape [2, 3]"),
+    (DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
+    (
+        SharedParameterMemory(first="w", second="v"),
+        "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both",
+    ),
+    (
+        AtParameter(parameter="w", source=ZeroSamples()),
+        "parameter 'w': sampled tensor gradient check needs at least one sample",
+    ),
+]
+
+
+@pytest.mark.parametrize("error, message", ERROR_EXAMPLES, ids=[type(error).__name__ for error, _ in ERROR_EXAMPLES])
+def test_error_messages_and_records(error, message):
+    assert isinstance(error, GradCheckError) and str(error) == message
+    record = error.to_dict()
+    assert record["kind"] == type(error).__name__ and record["message"] == message
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
