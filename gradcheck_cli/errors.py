@@ -10,6 +10,8 @@ from .formatting import rust_debug, rust_list
 from .records import json_ready
 
 __all__ = [
+    "CommandLineError",
+    "InputFileError",
     "GradCheckError",
     "InvalidStep",
     "NonFinitePoint",
@@ -34,6 +36,31 @@ __all__ = [
     "InvalidLogits",
     "InvalidTargets",
     "AtCoordinate",
+    "InvalidStepSequence",
+    "TooFewAcceptedSteps",
+    "UnrepresentablePoint",
+    "UnknownParameter",
+    "MissingGradient",
+    "NoParameters",
+    "ZeroDirection",
+    "PlottingUnavailable",
+    "UnsupportedPlotFormat",
+    "NotCallable",
+    "NotAMapping",
+    "InvalidParameterName",
+    "UnexpectedGradient",
+    "InvalidSamples",
+    "InvalidCoordinate",
+    "DuplicateCoordinate",
+    "SharedParameterMemory",
+    "AtParameter",
+    "InvalidProblemReference",
+    "ProblemFileNotFound",
+    "ProblemModuleNotFound",
+    "ProblemImportFailed",
+    "ProblemFunctionNotFound",
+    "ProblemFunctionRaised",
+    "NotAProblem",
 ]
 
 
@@ -300,3 +327,271 @@ class AtCoordinate(GradCheckError):
 
     def describe(self):
         return f"gradient check at coordinate {rust_list(self.coordinate)} failed: {self.source}"
+
+
+class InvalidStepSequence(GradCheckError):
+    """A step sequence is too short or not strictly decreasing."""
+
+    fields = ("steps",)
+
+    def describe(self):
+        return (
+            f"requested steps {rust_list(self.steps)} must be at least two positive finite steps "
+            "in strictly decreasing order"
+        )
+
+
+class TooFewAcceptedSteps(GradCheckError):
+    """Step advice got fewer than two usable central differences."""
+
+    fields = ("accepted", "requested")
+
+    def describe(self):
+        return (
+            f"step advice needs at least two accepted steps with distinct actual spacings, "
+            f"got {self.accepted} of {self.requested} requested steps"
+        )
+
+
+class UnrepresentablePoint(GradCheckError):
+    """The point cannot be stored in the dtype whose arithmetic is probed."""
+
+    fields = ("point", "dtype", "nearest")
+
+    def describe(self):
+        return (
+            f"gradient-check point {rust_debug(self.point)} is not representable in {self.dtype} "
+            f"(nearest {rust_debug(self.nearest)})"
+        )
+
+
+class UnknownParameter(GradCheckError):
+    """A selected parameter name is not in the problem."""
+
+    fields = ("name", "available")
+
+    def describe(self):
+        return f"parameter {self.name!r} is not one of the problem's parameters {list(self.available)!r}"
+
+
+class MissingGradient(GradCheckError):
+    """A parameter has no analytic gradient in the problem."""
+
+    fields = ("name",)
+
+    def describe(self):
+        return f"the problem has no analytic gradient for parameter {self.name!r}"
+
+
+class NoParameters(GradCheckError):
+    """The problem (or the selection) has no parameter to perturb."""
+
+    fields = ()
+
+    def describe(self):
+        return "the problem has no parameters to perturb"
+
+
+class ZeroDirection(GradCheckError):
+    """The Taylor-test direction is zero (or not finite) over the selected parameters."""
+
+    fields = ("norm",)
+
+    def describe(self):
+        return f"Taylor-test direction norm {rust_debug(self.norm)} must be positive and finite"
+
+
+class PlottingUnavailable(GradCheckError):
+    """matplotlib, the optional plotting dependency, is not installed."""
+
+    fields = ()
+
+    def describe(self):
+        return "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+
+
+class UnsupportedPlotFormat(GradCheckError):
+    """The plot path does not end in .png or .svg."""
+
+    fields = ("path",)
+
+    def describe(self):
+        return f"plot file {self.path!r} must end in .png or .svg"
+
+
+# Multi-parameter checks (check.py): requests refused before the first objective call.
+
+
+class NotCallable(GradCheckError):
+    """The objective (or a problem function) cannot be called."""
+
+    fields = ("role", "type_name")
+
+    def describe(self):
+        return f"{self.role} must be callable, got {self.type_name}"
+
+
+class NotAMapping(GradCheckError):
+    """Parameters, gradients or coordinates are not a mapping keyed by parameter name."""
+
+    fields = ("role", "values", "type_name")
+
+    def describe(self):
+        return f"{self.role} must be a mapping from parameter names to {self.values}, got {self.type_name}"
+
+
+class InvalidParameterName(GradCheckError):
+    """A parameter name is not a string."""
+
+    fields = ("name", "type_name")
+
+    def describe(self):
+        return f"parameter names must be strings, got {self.name} ({self.type_name})"
+
+
+class UnexpectedGradient(GradCheckError):
+    """An analytic gradient names no parameter."""
+
+    fields = ("name",)
+
+    def describe(self):
+        return f"analytic gradient {self.name!r} names no parameter of the problem"
+
+
+class InvalidSamples(GradCheckError):
+    """The samples request is neither a positive whole number nor "all"."""
+
+    fields = ("samples",)
+
+    def describe(self):
+        return f'samples per parameter must be a positive whole number or "all", got {self.samples}'
+
+
+class InvalidCoordinate(GradCheckError):
+    """An explicit coordinate is not a row-major index into the parameter's shape."""
+
+    fields = ("coordinate", "shape")
+
+    def describe(self):
+        return f"coordinate {self.coordinate} is not an index into shape {rust_list(self.shape)}"
+
+
+class DuplicateCoordinate(GradCheckError):
+    """An explicit coordinate is listed twice."""
+
+    fields = ("coordinate",)
+
+    def describe(self):
+        return f"coordinate {rust_list(self.coordinate)} is listed twice"
+
+
+class SharedParameterMemory(GradCheckError):
+    """Two parameters share memory, so perturbing one would perturb the other."""
+
+    fields = ("first", "second")
+
+    def describe(self):
+        return (
+            f"parameters {self.first!r} and {self.second!r} share memory; "
+            "perturbing one coordinate would perturb both"
+        )
+
+
+class AtParameter(GradCheckError):
+    """An error in one named parameter; the cause is the underlying error."""
+
+    fields = ("parameter", "source")
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        self.__cause__ = self.source
+
+    def describe(self):
+        return f"parameter {self.parameter!r}: {self.source}"
+
+
+# Loading a problem from FILE.py:FUNCTION or package.module:FUNCTION (problem.py).
+
+
+class InvalidProblemReference(GradCheckError):
+    """The problem reference is not FILE.py:FUNCTION or package.module:FUNCTION."""
+
+    fields = ("reference",)
+
+    def describe(self):
+        return f"problem {self.reference!r} must be FILE.py:FUNCTION or package.module:FUNCTION"
+
+
+class ProblemFileNotFound(GradCheckError):
+    """The problem file does not exist."""
+
+    fields = ("path",)
+
+    def describe(self):
+        return f"problem file {self.path} does not exist"
+
+
+class ProblemModuleNotFound(GradCheckError):
+    """The problem module does not exist."""
+
+    fields = ("module",)
+
+    def describe(self):
+        return f"problem module {self.module} cannot be found"
+
+
+class ProblemImportFailed(GradCheckError):
+    """Running the problem's file or module raised an exception."""
+
+    fields = ("source", "error")
+
+    def describe(self):
+        return f"importing {self.source} raised {self.error}"
+
+
+class ProblemFunctionNotFound(GradCheckError):
+    """The problem's file or module has no such function."""
+
+    fields = ("source", "function")
+
+    def describe(self):
+        return f"{self.source} has no function {self.function}"
+
+
+class ProblemFunctionRaised(GradCheckError):
+    """The problem function raised an exception."""
+
+    fields = ("reference", "error")
+
+    def describe(self):
+        return f"{self.reference}() raised {self.error}"
+
+
+class NotAProblem(GradCheckError):
+    """The problem function returned something that is not a gradient problem."""
+
+    fields = ("reference", "returned")
+
+    def describe(self):
+        return (
+            f"expected a GradientProblem or (objective, parameters, gradients) from {self.reference}, "
+            f"got {self.returned}"
+        )
+
+
+class CommandLineError(GradCheckError):
+    """The command line is malformed: an unknown option, a missing or malformed value."""
+
+    fields = ("option", "problem")
+
+    def describe(self):
+        return self.problem
+
+
+class InputFileError(GradCheckError):
+    """An input file holds no usable array: unreadable, not .npy or JSON, or not real numbers."""
+
+    fields = ("option", "path", "problem")
+
+    def describe(self):
+        return f"{self.option} file '{self.path}' {self.problem}"

@@ -1,0 +1,436 @@
+"""Step advice without the analytic answer: which requested step to trust.
+
+The chapter's scan shows the error of a three-point estimate falling with
+the step (truncation), bottoming out, and rising again (rounding), and warns
+that no step is universally right. This module finds the bottom for one
+scalar function (or one tensor coordinate) from the estimates alone; the
+analytic candidate is never used.
+
+The rule
+--------
+1. Run :func:`~gradcheck_cli.estimator.central_difference` at a geometric
+   sequence of requested steps h₀ > h₁ > … (:func:`default_steps`), with the
+   probes rounded to the dtype whose arithmetic is probed. As everywhere in
+   the chapter, every estimate uses the ACTUAL probes and spacings h₋, h₊.
+2. Truncation estimate (Richardson). For a locally smooth f the unequal-
+   spacing stencil's error is D(h) − f′ = c·h₋h₊ + O(h³), with c = f‴/6.
+   Two estimates k and j therefore give c ≈ (D_k − D_j)/(η_k − η_j) with
+   η = h₋h₊ the ACTUAL spacing product, and the truncation error of D_k is
+   about |c|·η_k. Each step is paired with both neighbours in the sequence
+   and the larger of the two estimates is kept, so one accidental agreement
+   between two noisy estimates cannot make a step look good.
+3. Rounding floor. Each value f(θ₋), f(θ), f(θ₊) is assumed off by about
+   ε·|f| (ε the dtype's machine epsilon); propagated through the stencil
+   weights this gives ε·max|f|·(w₋/h₋ + w₊/h₊ + |w₋/h₋ − w₊/h₊|), which is
+   ε·|f|/ĥ for a symmetric stencil: ε·|f| over the actual spacing.
+4. Estimated error = max(truncation estimate, rounding floor); the advised
+   step is the one with the smallest estimated error (the larger step wins
+   a tie). Steps larger than the advised one are in the ``truncation``
+   regime, smaller ones in the ``rounding`` regime, and the advised one is
+   ``advised``.
+
+What the estimate means, honestly: in the truncation regime the Richardson
+term is a consistent estimate of the actual error (exact for the chapter's
+cubic, whose error is exactly h₋h₊). In the rounding regime the same
+difference measures the scatter between neighbouring estimates, i.e. the
+rounding noise actually present, and the floor is a model of its typical
+size, not a bound: a function computed with heavy cancellation (like the
+cubic's θ³ − 2θ) carries more noise than ε·|f|, which the Richardson term
+then picks up. The estimated error is an order of magnitude, not a
+guarantee; use it to choose a step and to set a tolerance well above it.
+
+Scalar float64 work imports only ``math``; numpy is loaded only for another
+dtype (through :mod:`gradcheck_cli.dtypes`) and for tensor coordinates
+(:func:`advise_coordinate_step`, :func:`advise_problem_steps`).
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .errors import GradCheckError, InvalidStepSequence, TooFewAcceptedSteps, UnrepresentablePoint
+from .estimator import CentralDifference, central_difference, perturbations, validate_step
+from .records import Record
+
+__all__ = [
+    "ADVICE_REGIMES",
+    "DEFAULT_RATIO",
+    "DEFAULT_STEPS_ABOVE",
+    "DEFAULT_STEPS_BELOW",
+    "probe_format",
+    "default_steps",
+    "geometric_steps",
+    "StepEstimate",
+    "RejectedStep",
+    "StepAdvice",
+    "ParameterStepAdvice",
+    "ProblemStepAdvice",
+    "advise_step",
+    "advise_coordinate_step",
+    "advise_problem_steps",
+]
+
+ADVICE_REGIMES = ("truncation", "advised", "rounding")
+
+#: Consecutive default steps differ by a factor of two: fine enough that the
+#: advised step is within √2 of the sequence's best, coarse enough that
+#: neighbouring truncation errors differ by 4× and the Richardson difference
+#: is well conditioned.
+DEFAULT_RATIO = 0.5
+#: The default sequence starts 2¹⁰ (about three decades) above the textbook
+#: optimum ε^(1/3)·max(1, |θ|) of a second-order stencil …
+DEFAULT_STEPS_ABOVE = 10
+#: … and ends 2⁻¹³ (about four decades) below ε^(1/3), without the |θ| scale,
+#: so that functions whose length scale is 1 at a large θ are covered too.
+DEFAULT_STEPS_BELOW = 13
+#: Never request a step below this many machine epsilons of max(1, |θ|):
+#: the probes would sit a few ulps from θ (or collapse onto it).
+SMALLEST_STEP_IN_EPSILONS = 4.0
+#: Never request a step above this fraction of max(1, |θ|).
+LARGEST_STEP_FRACTION = 0.25
+
+
+_FLOAT64_NAMES = ("float64", "f8", "<f8", "double")
+
+
+def probe_format(dtype):
+    """The probed arithmetic: None for float64 (the chapter's fl(θ∓h), math only), else a ProbeDtype.
+
+    ``dtype`` is anything :func:`gradcheck_cli.dtypes.probe_dtype` accepts
+    (``"float32"``, ``np.float32``, an array's dtype, ml_dtypes' bfloat16);
+    ``"float64"`` and ``float`` never import numpy.
+    """
+    if dtype is None or dtype is float or (isinstance(dtype, str) and dtype in _FLOAT64_NAMES):
+        return None
+    from .dtypes import probe_dtype
+
+    probed = probe_dtype(dtype, role="probed")
+    return None if probed.significand_bits == 53 else probed
+
+
+def _epsilon(probed) -> float:
+    return 2.0**-52 if probed is None else probed.epsilon
+
+
+def _name(probed) -> str:
+    return "float64" if probed is None else probed.name
+
+
+def geometric_steps(largest: float, smallest: float, ratio: float = DEFAULT_RATIO) -> tuple:
+    """Requested steps ``largest·ratioᵏ`` for k = 0, 1, … down to ``smallest`` (inclusive).
+
+    Parameters
+    ----------
+    largest, smallest : float
+        Positive finite bounds, ``largest > smallest``.
+    ratio : float
+        In (0, 1).
+    """
+    largest, smallest = validate_step(largest), validate_step(smallest)
+    if not (0.0 < ratio < 1.0) or not largest > smallest:
+        raise InvalidStepSequence(steps=[largest, smallest])
+    steps = []
+    step = largest
+    while step >= smallest:
+        steps.append(step)
+        step *= ratio
+    return tuple(steps)
+
+
+def default_steps(point: float, dtype="float64") -> tuple:
+    """The default requested-step sequence for a point in a dtype.
+
+    With ε the dtype's machine epsilon and s = max(1, |θ|), the steps are
+    hₖ = ε^(1/3)·2^(10−k) scaled as follows: the sequence runs from
+    s·ε^(1/3)·2¹⁰ down to ε^(1/3)·2⁻¹³ in factors of two, keeping only steps
+    between 4·ε·s and s/4. For float64 at |θ| ≤ 1 that is 24 steps from
+    6.2e-3 to 7.4e-10; the textbook optimum ε^(1/3) ≈ 6e-6 (for |f/f‴| ≈ 1)
+    sits three decades below the top and four above the bottom, so the
+    sequence sees both the truncation and the rounding side.
+    """
+    epsilon = _epsilon(probe_format(dtype))
+    scale = max(1.0, abs(float(point)))
+    cube_root = epsilon ** (1.0 / 3.0)
+    largest = min(scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE, scale * LARGEST_STEP_FRACTION)
+    smallest = max(cube_root * 2.0**-DEFAULT_STEPS_BELOW, scale * epsilon * SMALLEST_STEP_IN_EPSILONS)
+    steps = []
+    step = scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE
+    while step >= smallest:
+        if step <= largest:
+            steps.append(step)
+        step *= DEFAULT_RATIO
+    return tuple(steps)
+
+
+@dataclass(frozen=True)
+class StepEstimate(Record):
+    """One requested step's central difference and its estimated error.
+
+    ``truncation_estimate`` is the Richardson estimate |c|·h₋h₊ (``inf`` if
+    no neighbour has a different spacing product), ``rounding_floor`` the
+    ε·|f|-over-spacing model, ``estimated_error`` the larger of the two, and
+    ``scaled_estimated_error`` that divided by max(1, |derivative|), the
+    chapter's scale without the analytic value, comparable with a tolerance.
+    """
+
+    requested_step: float
+    difference: CentralDifference
+    truncation_estimate: float
+    rounding_floor: float
+    estimated_error: float
+    scaled_estimated_error: float
+    regime: str
+
+
+@dataclass(frozen=True)
+class RejectedStep(Record):
+    """A requested step the chapter's checker refused (collapsed probe, non-finite value, …)."""
+
+    requested_step: float
+    error: GradCheckError
+
+
+@dataclass(frozen=True)
+class StepAdvice(Record):
+    """The advised step for one point and the evidence for it.
+
+    ``derivative`` is the three-point estimate at the advised step (not an
+    extrapolation), ``advised_at_edge`` says the smallest estimated error is
+    at the first or last step of the sequence (then the best step may lie
+    outside it; for a function with zero third derivative the largest step
+    is legitimately best), and ``deterministic`` says every step's center
+    value f(θ) was bit-identical; if not, the objective is nondeterministic
+    or stateful and no error estimate can be trusted.
+    """
+
+    point: float
+    dtype: str
+    epsilon: float
+    advised_step: float
+    derivative: float
+    estimated_error: float
+    scaled_estimated_error: float
+    advised_at_edge: bool
+    deterministic: bool
+    estimates: tuple
+    rejected: tuple
+
+
+def _validated_steps(steps: Sequence[float]) -> tuple:
+    steps = tuple(validate_step(step) for step in steps)
+    if len(steps) < 2 or any(later >= earlier for earlier, later in zip(steps, steps[1:])):
+        raise InvalidStepSequence(steps=list(steps))
+    return steps
+
+
+def _richardson(near: CentralDifference, other: CentralDifference) -> float:
+    """|c|·η for ``near`` from the pair (near, other); None when their η coincide."""
+    near_product = near.minus_spacing * near.plus_spacing
+    other_product = other.minus_spacing * other.plus_spacing
+    if near_product == other_product:
+        return None
+    # Divide by the relative gap so that tiny products cannot overflow.
+    relative_gap = abs(1.0 - other_product / near_product)
+    return abs(near.derivative - other.derivative) / relative_gap
+
+
+def _rounding_floor(difference: CentralDifference, epsilon: float) -> float:
+    largest_value = max(abs(difference.minus_value), abs(difference.center_value), abs(difference.plus_value))
+    left = difference.left_weight / difference.minus_spacing
+    right = difference.right_weight / difference.plus_spacing
+    # First-order sensitivity of the stencil to errors in f₋, f₊ and f₀.
+    return epsilon * largest_value * (left + right + abs(left - right))
+
+
+def _bits(value: float) -> tuple:
+    return value, math.copysign(1.0, value)
+
+
+def advise_step(
+    point: float,
+    evaluate: Callable[[float], float],
+    *,
+    dtype="float64",
+    steps: Sequence[float] = None,
+) -> StepAdvice:
+    """Advise a requested step for one scalar function without an analytic candidate.
+
+    Parameters
+    ----------
+    point : float
+        The finite point θ, representable in ``dtype``.
+    evaluate : callable float -> float
+        The objective, deterministic and smooth around θ; called three times
+        (minus, center, plus) per requested step, steps largest first.
+    dtype : str or numpy dtype, default "float64"
+        The arithmetic of the probed value (float64, float32 or bfloat16):
+        probes are rounded once into it and its ε sets the rounding floor
+        ("float32" for a float32 objective). Only non-float64 dtypes load numpy.
+    steps : sequence of float, optional
+        Strictly decreasing requested steps (at least two); by default
+        :func:`default_steps` (``point``, ``dtype``).
+
+    Returns
+    -------
+    StepAdvice
+        One :class:`StepEstimate` per accepted step, in the given order, and
+        one :class:`RejectedStep` per step the checker refused (a probe that
+        collapses onto θ or overflows, a non-finite value or slope).
+
+    Raises
+    ------
+    GradCheckError
+        A bad point, dtype or step sequence, or fewer than two accepted
+        steps. Exceptions raised by ``evaluate`` itself propagate unchanged.
+    """
+    probed = probe_format(dtype)
+    epsilon = _epsilon(probed)
+    point = float(point)
+    if probed is not None and math.isfinite(point):
+        from fractions import Fraction
+
+        nearest = probed.round_exact(Fraction(point))
+        if nearest != point:
+            raise UnrepresentablePoint(point=point, dtype=probed.name, nearest=nearest)
+    steps = default_steps(point, dtype) if steps is None else _validated_steps(steps)
+    if len(steps) < 2:
+        raise InvalidStepSequence(steps=list(steps))
+
+    differences, rejected = [], []
+    for step in steps:
+        try:
+            if probed is None:
+                geometry = perturbations(point, step)
+            else:
+                from .dtypes import dtype_perturbations
+
+                geometry = dtype_perturbations(point, step, probed)
+            differences.append(central_difference(point, step, evaluate, geometry))
+        except GradCheckError as error:
+            rejected.append(RejectedStep(step, error))
+    products = {difference.minus_spacing * difference.plus_spacing for difference in differences}
+    if len(differences) < 2 or len(products) < 2:
+        raise TooFewAcceptedSteps(accepted=len(differences), requested=len(steps))
+
+    truncation, floors, errors = [], [], []
+    for index, difference in enumerate(differences):
+        neighbours = differences[max(0, index - 1) : index] + differences[index + 1 : index + 2]
+        candidates = [_richardson(difference, other) for other in neighbours]
+        candidates = [value for value in candidates if value is not None]
+        truncation.append(max(candidates) if candidates else math.inf)
+        floors.append(_rounding_floor(difference, epsilon))
+        errors.append(max(truncation[-1], floors[-1]))
+
+    # Smallest estimated error; on a tie the earlier (larger) step wins.
+    advised = min(range(len(differences)), key=lambda index: (errors[index], index))
+    estimates = []
+    for index, difference in enumerate(differences):
+        regime = "truncation" if index < advised else ("advised" if index == advised else "rounding")
+        estimates.append(
+            StepEstimate(
+                requested_step=difference.requested_step,
+                difference=difference,
+                truncation_estimate=truncation[index],
+                rounding_floor=floors[index],
+                estimated_error=errors[index],
+                scaled_estimated_error=errors[index] / max(1.0, abs(difference.derivative)),
+                regime=regime,
+            )
+        )
+    best = estimates[advised]
+    centers = {_bits(difference.center_value) for difference in differences}
+    return StepAdvice(
+        point=point,
+        dtype=_name(probed),
+        epsilon=epsilon,
+        advised_step=best.requested_step,
+        derivative=best.difference.derivative,
+        estimated_error=best.estimated_error,
+        scaled_estimated_error=best.scaled_estimated_error,
+        advised_at_edge=advised in (0, len(estimates) - 1),
+        deterministic=len(centers) == 1,
+        estimates=tuple(estimates),
+        rejected=tuple(rejected),
+    )
+
+
+def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps: Sequence[float] = None) -> StepAdvice:
+    """Advise a step for one coordinate of a tensor, probed in place.
+
+    The probe is written into ``parameters`` itself through
+    :func:`~gradcheck_cli.tensors.probing_objective`, and the exact original
+    element is restored after every call (exceptions and KeyboardInterrupt
+    included). The dtype of ``parameters`` (float64, float32 or bfloat16)
+    sets the probe rounding and the rounding floor.
+
+    Parameters
+    ----------
+    parameters : np.ndarray, any shape, writable
+        The parameter array; bit-identical afterwards on every path.
+    coordinate : tuple of int
+        The coordinate to probe, one index per axis.
+    objective : callable np.ndarray -> float
+        Called as ``objective(parameters)``.
+    steps : sequence of float, optional
+        As in :func:`advise_step`.
+    """
+    from .tensors import probing_objective, writable_parameters
+
+    writable_parameters(parameters)
+    index = tuple(int(position) for position in coordinate)
+    point = float(parameters[index])
+    return advise_step(point, probing_objective(parameters, index, objective), dtype=parameters.dtype, steps=steps)
+
+
+@dataclass(frozen=True)
+class ParameterStepAdvice(Record):
+    """The step advice for one parameter of a problem, at one coordinate."""
+
+    name: str
+    coordinate: tuple
+    advice: StepAdvice
+
+
+@dataclass(frozen=True)
+class ProblemStepAdvice(Record):
+    """Step advice per parameter; ``steps`` maps each name to its advised step."""
+
+    steps: dict
+    parameters: tuple
+
+
+def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequence[float] = None) -> ProblemStepAdvice:
+    """Advise one requested step per parameter of a :class:`GradientProblem`.
+
+    Each parameter is probed at one coordinate, the chapter's sampler with
+    one sample (flat offset ⌊N/2⌋), through ``problem.objective(problem.parameters)``.
+    The loss value, and so the rounding floor, is shared by all
+    coordinates, but the curvature is not: this is one representative
+    coordinate's advice, meant as the step for the whole parameter
+    (``gradcheck check --step auto``), not a per-coordinate optimum.
+
+    Parameters
+    ----------
+    problem : GradientProblem or (objective, parameters, gradients)
+    names : sequence of str, optional
+        Restrict to these parameters (in this order); all by default.
+    steps : sequence of float, optional
+        As in :func:`advise_step`; by default each coordinate's own
+        :func:`default_steps`.
+    """
+    from .taylor import selected_parameters
+    from .tensors import sample_tensor_coordinates
+
+    problem, selected = selected_parameters(problem, names)
+    advised, records = {}, []
+
+    def objective(_array):
+        return problem.objective(problem.parameters)
+
+    for name in selected:
+        array = problem.parameters[name]
+        coordinate = sample_tensor_coordinates(array.shape, 1)[0].coordinate
+        advice = advise_coordinate_step(array, coordinate, objective, steps=steps)
+        advised[name] = advice.advised_step
+        records.append(ParameterStepAdvice(name, coordinate, advice))
+    return ProblemStepAdvice(steps=advised, parameters=tuple(records))

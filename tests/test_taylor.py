@@ -1,0 +1,389 @@
+"""The Taylor-remainder test (gradcheck_cli/taylor.py).
+
+The closed-form problem: f(x, w) = Σ cosh(x) + (Σ w)² + x·(w @ x) with
+x of shape (3,) and w of shape (3, 3), so that ∇ₓf = sinh(x) + (w + wᵀ)x
+and ∇_w f = 2(Σ w)·1 + x xᵀ; the Hessian along any direction is nonzero,
+so the remainder of the right gradient is genuinely second order.
+"""
+
+import importlib.util
+import json
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from gradcheck_cli.errors import (
+    AtCoordinate,
+    GradientShapeMismatch,
+    InvalidStep,
+    InvalidStepSequence,
+    MissingGradient,
+    NoParameters,
+    NonFiniteEvaluation,
+    NonScalarEvaluation,
+    ReadOnlyArray,
+    UnknownParameter,
+    UnsupportedDtype,
+    ZeroDirection,
+)
+from gradcheck_cli.nll import chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
+from gradcheck_cli.problem import GradientProblem
+from gradcheck_cli.taylor import (
+    FAIL_ORDER,
+    PASS_ORDER,
+    _splitmix64_int,
+    default_taylor_steps,
+    taylor_direction,
+    taylor_test,
+)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def closed_form_problem(dtype=np.float64, wrong=None):
+    x = np.array([0.3, -0.7, 1.1], dtype=dtype)
+    w = np.array([[0.2, -0.1, 0.4], [0.0, 0.5, -0.3], [0.25, 0.1, -0.2]], dtype=dtype)
+
+    def objective(parameters):
+        x, w = parameters["x"], parameters["w"]
+        return np.sum(np.cosh(x)) + np.sum(w) ** 2 + x @ (w @ x)
+
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    gradients = {
+        "x": np.sinh(x64) + (w64 + w64.T) @ x64,
+        "w": 2.0 * np.sum(w64) * np.ones((3, 3)) + np.outer(x64, x64),
+    }
+    if wrong is not None:
+        name, index, offset = wrong
+        gradients[name][index] += offset
+    return GradientProblem(objective, {"x": x, "w": w}, gradients)
+
+
+def test_right_gradient_is_second_order_and_passes():
+    result = taylor_test(closed_form_problem())
+    assert result.verdict == "pass" and result.passed
+    assert result.reason == "second order"
+    assert result.order == pytest.approx(2.0, abs=0.05)
+    assert result.fit_points == 5
+    assert result.deterministic
+
+
+@pytest.mark.parametrize("wrong", [("x", (1,), 0.1), ("w", (0, 2), -0.05), ("w", (2, 2), 1e-4)])
+def test_one_wrong_entry_is_first_order_and_fails(wrong):
+    result = taylor_test(closed_form_problem(wrong=wrong))
+    assert result.verdict == "fail" and not result.passed
+    assert result.reason == "first order"
+    assert result.order == pytest.approx(1.0, abs=0.05)
+
+
+def test_float32_parameters_are_probed_in_float32():
+    result = taylor_test(closed_form_problem(np.float32))
+    assert result.dtypes == ("float32", "float32")
+    # The objective computes in float32 and returns np.float32: ε₃₂ sets the floor.
+    assert result.epsilon == 2.0**-23
+    assert result.verdict == "pass", result.order
+    evaluated = [point for point in result.points if point.state == "ok"]
+    # The actual stored displacement, not h·d: below ~1e-4 float32 quantizes it.
+    assert any(point.displacement_norm != pytest.approx(point.step, rel=1e-9) for point in evaluated)
+    wrong = taylor_test(closed_form_problem(np.float32, wrong=("x", (0,), 0.5)))
+    assert wrong.verdict == "fail"
+
+
+def test_linear_objective_is_at_rounding_level_and_passes():
+    # f = c·x: the right gradient leaves nothing but rounding in R(h). This
+    # is a pass ("rounding level"): a first-order error as small as the
+    # detection limit would have stood above 100× the rounding floor.
+    coefficients = np.array([0.5, -2.0, 3.25, 1e-3])
+    x = np.array([1.0, 2.0, -0.5, 4.0])
+    problem = GradientProblem(lambda p: float(coefficients @ p["x"]), {"x": x}, {"x": coefficients.copy()})
+    result = taylor_test(problem)
+    assert not any(point.usable for point in result.points)
+    assert math.isnan(result.order)
+    assert result.verdict == "pass" and result.reason == "rounding level"
+    assert result.detection_limit < 1e-12
+
+    wrong = coefficients.copy()
+    wrong[2] += 1e-6
+    failing = taylor_test(GradientProblem(problem.objective, {"x": x}, {"x": wrong}))
+    assert failing.verdict == "fail" and failing.order == pytest.approx(1.0, abs=0.05)
+
+
+def test_rounding_level_without_large_steps_is_inconclusive():
+    # The same linear objective probed only at tiny steps cannot bound a
+    # first-order error below √ε: no pass.
+    coefficients = np.array([0.5, -2.0])
+    problem = GradientProblem(lambda p: float(coefficients @ p["x"]), {"x": np.array([1.0, 2.0])}, {"x": coefficients})
+    result = taylor_test(problem, steps=[1e-12, 5e-13, 2.5e-13, 1.25e-13])
+    assert result.verdict == "inconclusive"
+
+
+def test_chapter_nll_gradient_passes():
+    logits, targets = chapter_logits(), np.array([0, 2])
+    problem = GradientProblem(
+        lambda p: indexed_mean_nll(p["logits"], targets),
+        {"logits": logits},
+        {"logits": hand_derived_nll_gradient(logits, targets)},
+    )
+    assert taylor_test(problem).verdict == "pass"
+    wrong = hand_derived_nll_gradient(logits, targets) * 2.0  # the batch mean forgotten
+    assert taylor_test(GradientProblem(problem.objective, {"logits": logits}, {"logits": wrong})).verdict == "fail"
+
+
+def test_remainder_uses_the_actual_displacement():
+    problem = closed_form_problem()
+    result = taylor_test(problem, steps=[1e-3, 5e-4, 2.5e-4])
+    direction = taylor_direction(problem.parameters, ["x", "w"])
+    for point in result.points:
+        deltas = {
+            name: (problem.parameters[name] + point.step * direction[name]) - problem.parameters[name]
+            for name in ("x", "w")
+        }
+        linear = math.fsum(float(np.sum(problem.gradients[name] * deltas[name])) for name in deltas)
+        assert point.linear_term == linear
+        moved = {name: problem.parameters[name] + deltas[name] for name in deltas}
+        assert point.value == float(problem.objective(moved))
+        assert point.remainder == (point.value - result.center_value) - linear
+
+
+def test_only_selected_parameters_move():
+    problem = closed_form_problem(wrong=("w", (0, 0), 0.5))
+    seen = []
+
+    def recording(parameters):
+        seen.append(parameters["w"].copy())
+        return problem.objective(parameters)
+
+    result = taylor_test(GradientProblem(recording, problem.parameters, problem.gradients), names=["x"])
+    assert result.parameters == ("x",)
+    assert all(np.array_equal(w, problem.parameters["w"]) for w in seen)
+    # The wrong entry of w is not tested when only x moves.
+    assert result.verdict == "pass"
+
+
+def test_splitmix64_reference_value():
+    # The published first output of SplitMix64 seeded with 0.
+    assert _splitmix64_int(0) == 0xE220A8397B1DCDAF
+
+
+def test_direction_is_deterministic_unit_and_seeded():
+    parameters = {"a": np.zeros((2, 3)), "b": np.zeros(4, dtype=np.float32)}
+    first = taylor_direction(parameters, ["a", "b"])
+    again = taylor_direction(parameters, ["a", "b"])
+    other = taylor_direction(parameters, ["a", "b"], seed=1)
+    assert all(np.array_equal(first[name], again[name]) for name in first)
+    assert not np.array_equal(first["a"], other["a"])
+    assert math.fsum(float(np.sum(values**2)) for values in first.values()) == pytest.approx(1.0, abs=1e-15)
+    assert first["a"].shape == (2, 3) and first["b"].dtype == np.float64
+    # A parameter's pattern does not depend on the others (only the norm does).
+    alone = taylor_direction(parameters, ["a"])
+    ratio = alone["a"] / first["a"]
+    assert np.allclose(ratio, ratio.flat[0], rtol=1e-14, atol=0.0)
+    assert np.all(np.abs(first["a"] * np.sqrt(10)) < 2.0)
+
+
+def test_given_direction_is_normalized():
+    problem = closed_form_problem()
+    direction = {"x": np.array([1.0, 0.0, 0.0]), "w": np.zeros((3, 3))}
+    result = taylor_test(problem, direction=direction)
+    assert result.direction == "given"
+    assert result.directional_derivative == pytest.approx(problem.gradients["x"][0], rel=1e-15)
+    # Only x[0] moves: its gradient is right, so this passes even with w wrong.
+    wrong = closed_form_problem(wrong=("w", (1, 1), 1.0))
+    assert taylor_test(wrong, direction=direction).verdict == "pass"
+    with pytest.raises(ZeroDirection):
+        taylor_test(problem, direction={"x": np.zeros(3), "w": np.zeros((3, 3))})
+
+
+def test_default_steps():
+    parameters = {"x": np.array([3.0, 4.0])}
+    steps = default_taylor_steps(parameters, ["x"])
+    assert steps[0] == 5.0 and len(steps) == 40
+    assert all(later == earlier / 2 for earlier, later in zip(steps, steps[1:]))
+    assert len(default_taylor_steps({"x": np.zeros(2, dtype=np.float32)}, ["x"])) == 19
+
+
+def _bits(parameters):
+    return {name: array.tobytes() for name, array in parameters.items()}
+
+
+@pytest.mark.parametrize("exception", [RuntimeError, KeyboardInterrupt])
+def test_parameters_are_restored_when_the_objective_raises(exception):
+    problem = closed_form_problem()
+    problem.parameters["x"][1] = -0.0
+    before = _bits(problem.parameters)
+    calls = []
+
+    def failing(parameters):
+        calls.append(1)
+        if len(calls) == 7:
+            raise exception("stop")
+        return problem.objective(parameters)
+
+    with pytest.raises(exception):
+        taylor_test(GradientProblem(failing, problem.parameters, problem.gradients))
+    assert _bits(problem.parameters) == before
+
+
+def test_parameters_are_restored_through_views_and_after_success():
+    base = np.arange(12, dtype=np.float64).reshape(3, 4) / 7.0
+    view = base[:, 1:].T  # non-contiguous (3, 3) view
+    before = base.tobytes()
+    problem = GradientProblem(
+        lambda p: float(np.sum(np.sin(p["v"]))), {"v": view}, {"v": np.cos(view)}
+    )
+    result = taylor_test(problem)
+    assert result.verdict == "pass"
+    assert base.tobytes() == before
+
+
+def test_parameters_are_restored_after_a_typed_error():
+    problem = closed_form_problem()
+    before = _bits(problem.parameters)
+    calls = []
+
+    def vector_later(parameters):
+        calls.append(1)
+        return problem.objective(parameters) if len(calls) < 4 else np.ones(2)
+
+    with pytest.raises(NonScalarEvaluation):
+        taylor_test(GradientProblem(vector_later, problem.parameters, problem.gradients))
+    assert _bits(problem.parameters) == before
+
+
+def test_nondeterministic_objective_fails():
+    problem = closed_form_problem()
+    calls = []
+
+    def drifting(parameters):
+        calls.append(1)
+        return problem.objective(parameters) + 1e-9 * len(calls)
+
+    result = taylor_test(GradientProblem(drifting, problem.parameters, problem.gradients))
+    assert not result.deterministic
+    assert result.verdict == "fail" and result.reason == "nondeterministic objective"
+
+
+def test_non_finite_values_at_large_steps_are_recorded():
+    problem = closed_form_problem()
+
+    x = problem.parameters["x"].copy()
+
+    def bounded(parameters):
+        if np.max(np.abs(parameters["x"] - x)) > 0.2:
+            return math.inf
+        return problem.objective(parameters)
+
+    result = taylor_test(GradientProblem(bounded, problem.parameters, problem.gradients))
+    states = [point.state for point in result.points]
+    assert "non-finite value" in states[:3]
+    assert result.verdict == "pass"
+    json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_non_finite_center_is_a_typed_error():
+    problem = closed_form_problem()
+    with pytest.raises(NonFiniteEvaluation) as caught:
+        taylor_test(GradientProblem(lambda p: math.nan, problem.parameters, problem.gradients))
+    assert caught.value.side == "center"
+
+
+def test_problem_validation():
+    problem = closed_form_problem()
+    with pytest.raises(UnknownParameter) as caught:
+        taylor_test(problem, names=["x", "v"])
+    assert str(caught.value) == "parameter 'v' is not one of the problem's parameters ['x', 'w']"
+    with pytest.raises(NoParameters):
+        taylor_test(problem, names=[])
+    with pytest.raises(MissingGradient):
+        taylor_test(GradientProblem(problem.objective, problem.parameters, {"x": problem.gradients["x"]}))
+    with pytest.raises(GradientShapeMismatch):
+        taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "x": np.zeros(4)}))
+    bad = problem.gradients["w"].copy()
+    bad[1, 2] = math.nan
+    with pytest.raises(AtCoordinate) as caught:
+        taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "w": bad}))
+    assert caught.value.coordinate == [1, 2]
+    read_only = problem.parameters["x"].copy()
+    read_only.flags.writeable = False
+    with pytest.raises(ReadOnlyArray):
+        taylor_test(GradientProblem(problem.objective, {**problem.parameters, "x": read_only}, problem.gradients))
+    with pytest.raises(UnsupportedDtype):
+        taylor_test(
+            GradientProblem(
+                problem.objective, {**problem.parameters, "x": np.zeros(3, dtype=np.int64)}, problem.gradients
+            )
+        )
+    with pytest.raises(InvalidStepSequence):
+        taylor_test(problem, steps=[1e-3])
+    with pytest.raises(InvalidStep):
+        taylor_test(problem, steps=[1e-3, -1e-4])
+
+
+def test_tuple_problem_and_json():
+    problem = closed_form_problem()
+    result = taylor_test((problem.objective, problem.parameters, problem.gradients))
+    document = result.to_dict()
+    assert json.loads(json.dumps(document, allow_nan=False)) == document
+    assert document["verdict"] == "pass"
+    assert document["pass_order"] == PASS_ORDER and document["fail_order"] == FAIL_ORDER
+    assert sum(point["in_fit"] for point in document["points"]) == document["fit_points"]
+
+
+def _example_problems():
+    if not EXAMPLES.is_dir():
+        return []
+    cases = []
+    for path in sorted(EXAMPLES.glob("*.py")):
+        text = path.read_text()
+        for function in ("problem", "wrong_problem"):
+            if f"def {function}(" in text:
+                cases.append(pytest.param(path, function, id=f"{path.stem}:{function}"))
+    return cases
+
+
+def _load(path, monkeypatch):
+    # The examples import their siblings (``from mlp import build``).
+    monkeypatch.syspath_prepend(str(path.parent))
+    for sibling in path.parent.glob("*.py"):
+        monkeypatch.delitem(sys.modules, sibling.stem, raising=False)
+    spec = importlib.util.spec_from_file_location(f"_taylor_example_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not _example_problems(), reason="examples/ has no problem functions yet")
+@pytest.mark.parametrize("path, function", _example_problems() or [pytest.param(None, None, id="none")])
+def test_examples_right_pass_and_wrong_fail(path, function, monkeypatch):
+    try:
+        module = _load(path, monkeypatch)
+    except ImportError as error:  # an optional dependency such as torch
+        pytest.skip(f"{path.name} needs {error.name}")
+    result = taylor_test(getattr(module, function)())
+    expected = "pass" if function == "problem" else "fail"
+    assert result.verdict == expected, (result.order, result.reason)
+
+
+def test_noisy_but_right_objective_is_inconclusive_not_failed():
+    # Σᵢ(bᵢ + c) − Σᵢ bᵢ with |bᵢ| ~ 1e4 cancels: f = 1000·c carries rounding
+    # noise far above ε·|f|, so R(h) stops shrinking. That is no evidence
+    # against the gradient: inconclusive, never a fail (nor a pass).
+    offsets = np.random.default_rng(0).normal(size=1000) * 1e4
+
+    def objective(parameters):
+        return float(np.sum(offsets + np.sum(np.cosh(parameters["x"]))) - np.sum(offsets))
+
+    x = np.array([0.3, -0.2, 0.5])
+    result = taylor_test(GradientProblem(objective, {"x": x}, {"x": 1000.0 * np.sinh(x)}))
+    assert result.verdict == "inconclusive"
+
+
+def test_kink_along_the_direction_fails():
+    # |x| at x = 0 has no derivative; the subgradient 0 leaves R = |h·d₀|.
+    x = np.array([0.0, 0.4, -1.2])
+    problem = GradientProblem(lambda p: float(np.sum(np.abs(p["x"]))), {"x": x}, {"x": np.sign(x)})
+    result = taylor_test(problem)
+    assert result.verdict == "fail" and result.order == pytest.approx(1.0, abs=0.05)
