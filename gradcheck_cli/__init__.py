@@ -18,17 +18,12 @@ from .estimator import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
+from .sampling import SampledCoordinate, sample_tensor_coordinates
 from .scan import StepScanRecord, error_regimes, step_scan
 
 __version__ = "0.1.0"
 
-_TENSOR_NAMES = (
-    "SampledCoordinate",
-    "CoordinateGradientCheck",
-    "TensorGradientCheck",
-    "sample_tensor_coordinates",
-    "sampled_tensor_gradient_check",
-)
+_TENSOR_NAMES = ("CoordinateGradientCheck", "TensorGradientCheck", "sampled_tensor_gradient_check")
 
 # Checking a user's own problem (numpy, loaded on first use like the tensor API).
 _LAZY_MODULES = {
@@ -47,6 +42,11 @@ _LAZY_MODULES = {
     ),
     **dict.fromkeys(("GradientProblem", "load_problem", "as_problem"), "problem"),
     **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "dtypes"),
+    **dict.fromkeys(
+        ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice"
+    ),
+    **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
+    **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
 }
 
 __all__ = [
@@ -62,6 +62,8 @@ __all__ = [
     "scalar_gradient_check",
     "step_scan",
     "error_regimes",
+    "SampledCoordinate",
+    "sample_tensor_coordinates",
     *_LAZY_MODULES,
     *_error_names,
 ]

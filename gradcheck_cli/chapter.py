@@ -12,7 +12,6 @@ from .estimator import (
     OneSidedSlopeComparison,
     ScalarGradientCheck,
     central_difference,
-    compare_gradients,
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
@@ -35,6 +34,13 @@ IDENTITY_STEP = 1.33226762955018780e-16
 KINK_POINT = 0.0
 KINK_STEP = 1.0e-5
 KINK_TOLERANCE = 1.0e-12
+
+LOGIT_SHAPE = (2, 3)
+LOGIT_VALUES = (0.0, 1.0, -1.0, 2.0, 0.0, -2.0)
+TARGETS = (0, 2)
+TENSOR_STEP = 1.0e-5
+TENSOR_TOLERANCE = 1.0e-6
+TENSOR_SAMPLES = 4
 
 COLLAPSED_POINT = 1.0
 COLLAPSED_STEP = 1.0e-20

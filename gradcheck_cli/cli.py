@@ -22,12 +22,11 @@ A new subcommand is a handful of lines::
 """
 
 import functools
-import importlib
 import sys
 
 import click
 
-from . import __version__, render
+from . import __version__, chapter, render
 from .errors import CommandLineError, GradCheckError, InputFileError
 from .formatting import rust_debug
 from .scan import __doc__ as _scan_doc
@@ -187,23 +186,21 @@ class GradcheckGroup(click.Group):
 # ------------------------------------------------------ option value types
 
 
-class LibraryDefault:
-    """A click default naming a library constant, read only when needed.
+class ChapterDefault:
+    """A click default that ``--help`` shows as the chapter prints it (``1e-5``, ``0,2``).
 
-    The constant's module is imported on first use, so declaring
-    ``gradcheck nll``'s defaults imports no numpy; ``--help`` shows the value
-    as the chapter prints it (``1e-5``, ``0,2``).
+    Click shows a plain float default with Python's repr (``1e-05``); a
+    callable default is shown with ``str()`` and called for the value.
     """
 
-    def __init__(self, module: str, name: str):
-        self.module, self.name = module, name
+    def __init__(self, value):
+        self.value = value
 
     def __call__(self):
-        return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
+        return self.value
 
     def __str__(self):
-        value = self()
-        items = value if isinstance(value, tuple) else (value,)
+        items = self.value if isinstance(self.value, tuple) else (self.value,)
         return ",".join(rust_debug(item) if isinstance(item, float) else str(item) for item in items)
 
 
@@ -304,11 +301,10 @@ def main():
     """
 
 
-_STEP_TOLERANCE = LibraryDefault("chapter", "STEP_TOLERANCE")
+_STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
 
 
 def _chapter_quadratic(point, step, tolerance, analytic=()) -> Report:
-    from . import chapter
 
     if analytic:
         candidates, labels = analytic, ["candidate"] * len(analytic)
@@ -324,7 +320,7 @@ def _chapter_rejected_requests() -> dict:
     """The chapter's four rejected requests, each with the typed error the library raises."""
     import numpy as np
 
-    from . import chapter, estimator, nll, tensors
+    from . import estimator, nll, tensors
 
     requests = {
         "zero step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
@@ -360,7 +356,7 @@ def demo(output_format):
     """
 
     def compute():
-        from . import chapter, nll
+        from . import nll
 
         quadratic_report = _chapter_quadratic(chapter.QUADRATIC_POINT, chapter.QUADRATIC_STEP, chapter.STEP_TOLERANCE)
         return Report(
@@ -378,8 +374,8 @@ def demo(output_format):
 
 
 @main.command()
-@click.option("--point", type=float, default=LibraryDefault("chapter", "QUADRATIC_POINT"), help="The point θ.")
-@click.option("--step", type=float, default=LibraryDefault("chapter", "QUADRATIC_STEP"), help="The requested step h.")
+@click.option("--point", type=float, default=ChapterDefault(chapter.QUADRATIC_POINT), help="The point θ.")
+@click.option("--step", type=float, default=ChapterDefault(chapter.QUADRATIC_STEP), help="The requested step h.")
 @click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
 @click.option(
     "--analytic",
@@ -408,11 +404,11 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
         "A failing step is a demonstration, not a failed command: scan exits 0."
     )
 )
-@click.option("--point", type=float, default=LibraryDefault("chapter", "CUBIC_POINT"), help="The point θ.")
+@click.option("--point", type=float, default=ChapterDefault(chapter.CUBIC_POINT), help="The point θ.")
 @click.option(
     "--steps",
     type=FLOAT_LIST,
-    default=LibraryDefault("chapter", "STEP_SCAN"),
+    default=ChapterDefault(chapter.STEP_SCAN),
     metavar="H,H,...",
     help="Requested steps, comma-separated.",
 )
@@ -420,7 +416,6 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
 @output_options
 def scan(output_format, point, steps, tolerance):
     def compute():
-        from . import chapter
 
         return Report((render.scan(chapter.cubic_step_scan(point, steps, tolerance)),))
 
@@ -428,11 +423,11 @@ def scan(output_format, point, steps, tolerance):
 
 
 @main.command()
-@click.option("--point", type=float, default=LibraryDefault("chapter", "IDENTITY_POINT"), help="The point x.")
+@click.option("--point", type=float, default=ChapterDefault(chapter.IDENTITY_POINT), help="The point x.")
 @click.option(
     "--step",
     type=float,
-    default=LibraryDefault("chapter", "IDENTITY_STEP"),
+    default=ChapterDefault(chapter.IDENTITY_STEP),
     help="The requested step h (the default lands the probes at unequal distances 2⁻⁵³ and 2⁻⁵²).",
 )
 @click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
@@ -441,7 +436,6 @@ def identity(output_format, point, step, tolerance):
     """f(x) = x with unequal actual spacings: both slopes are 1, so the estimate is 1."""
 
     def compute():
-        from . import chapter
 
         return Report((render.identity(chapter.rounded_identity_gradient_check(point, step, tolerance)),))
 
@@ -449,12 +443,12 @@ def identity(output_format, point, step, tolerance):
 
 
 @main.command()
-@click.option("--point", type=float, default=LibraryDefault("chapter", "KINK_POINT"), help="The point x.")
-@click.option("--step", type=float, default=LibraryDefault("chapter", "KINK_STEP"), help="The requested step h.")
+@click.option("--point", type=float, default=ChapterDefault(chapter.KINK_POINT), help="The point x.")
+@click.option("--step", type=float, default=ChapterDefault(chapter.KINK_STEP), help="The requested step h.")
 @click.option(
     "--tolerance",
     type=float,
-    default=LibraryDefault("chapter", "KINK_TOLERANCE"),
+    default=ChapterDefault(chapter.KINK_TOLERANCE),
     help="The tolerance for the candidate and for the one-sided slopes.",
 )
 @output_options
@@ -466,7 +460,6 @@ def kink(output_format, point, step, tolerance):
     """
 
     def compute():
-        from . import chapter
 
         return Report((render.kink(chapter.absolute_kink_diagnostic(point, step, tolerance)),))
 
@@ -475,10 +468,10 @@ def kink(output_format, point, step, tolerance):
 
 @main.command("nll")
 @click.option(
-    "--samples", type=int, default=LibraryDefault("nll", "TENSOR_SAMPLES"), help="How many coordinates to check."
+    "--samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="How many coordinates to check."
 )
-@click.option("--step", type=float, default=LibraryDefault("nll", "TENSOR_STEP"), help="The requested step h.")
-@click.option("--tolerance", type=float, default=LibraryDefault("nll", "TENSOR_TOLERANCE"), help="The tolerance.")
+@click.option("--step", type=float, default=ChapterDefault(chapter.TENSOR_STEP), help="The requested step h.")
+@click.option("--tolerance", type=float, default=ChapterDefault(chapter.TENSOR_TOLERANCE), help="The tolerance.")
 @click.option(
     "--logits",
     type=_EXISTING_FILE,
@@ -488,7 +481,7 @@ def kink(output_format, point, step, tolerance):
 @click.option(
     "--targets",
     type=INT_LIST,
-    default=LibraryDefault("nll", "TARGETS"),
+    default=ChapterDefault(chapter.TARGETS),
     metavar="T,T,...",
     help="One target class per row.",
 )
@@ -520,7 +513,7 @@ def nll_command(output_format, samples, step, tolerance, logits, targets, analyt
 @main.command()
 @click.option("--shape", type=INT_LIST, required=True, metavar="N,N,...", help="The tensor's shape, e.g. 2,3.")
 @click.option(
-    "--max-samples", type=int, default=LibraryDefault("nll", "TENSOR_SAMPLES"), help="R: at most this many coordinates."
+    "--max-samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="R: at most this many coordinates."
 )
 @output_options
 def sample(output_format, shape, max_samples):
@@ -530,7 +523,7 @@ def sample(output_format, shape, max_samples):
     """
 
     def compute():
-        from .tensors import sample_tensor_coordinates
+        from .sampling import sample_tensor_coordinates
 
         return Report((render.sample(sample_tensor_coordinates(shape, max_samples)),))
 

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .chapter import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
 from .errors import InvalidLogits, InvalidTargets
 from .records import Record
 from .tensors import TensorGradientCheck, sampled_tensor_gradient_check
@@ -33,12 +34,6 @@ __all__ = [
     "nll_gradient_check",
 ]
 
-LOGIT_SHAPE = (2, 3)
-LOGIT_VALUES = (0.0, 1.0, -1.0, 2.0, 0.0, -2.0)
-TARGETS = (0, 2)
-TENSOR_STEP = 1.0e-5
-TENSOR_TOLERANCE = 1.0e-6
-TENSOR_SAMPLES = 4
 
 #: Results list the logit values themselves only up to this many.
 LISTED_VALUES = 1024

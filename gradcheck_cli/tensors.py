@@ -1,31 +1,25 @@
-"""Deterministic tensor coordinates and the sampled tensor gradient check.
+"""The sampled tensor gradient check.
 
-The sampler is pure integer arithmetic (it never allocates the tensor, so it
-answers for shapes far larger than memory). The tensor check perturbs the
-caller's own array in place, through any view, and restores the exact
-original bits on every path, exceptions and KeyboardInterrupt included.
+It perturbs the caller's own array in place, through any view, and restores
+the exact original bits on every path, exceptions and KeyboardInterrupt
+included. The coordinates come from :mod:`sampling` (re-exported here).
 """
 
 import math
-import operator
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     AtCoordinate,
-    EmptyTensor,
     GradCheckError,
     GradientShapeMismatch,
-    InvalidShape,
     NonFiniteAnalyticGradient,
     NotAnArray,
     ReadOnlyArray,
-    ShapeOverflow,
     UnsupportedDtype,
-    ZeroSamples,
 )
 from .estimator import (
     CentralDifference,
@@ -36,6 +30,7 @@ from .estimator import (
     validate_tolerance,
 )
 from .records import Record
+from .sampling import SampledCoordinate, coordinate_from_offset, element_count, sample_tensor_coordinates
 
 __all__ = [
     "SampledCoordinate",
@@ -46,17 +41,6 @@ __all__ = [
     "sample_tensor_coordinates",
     "sampled_tensor_gradient_check",
 ]
-
-#: The largest element count a shape may have: numpy's (and torch's) signed 64-bit index.
-MAX_ELEMENTS = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class SampledCoordinate(Record):
-    """One selected coordinate: its row-major flat offset and its index tuple."""
-
-    flat_index: int
-    coordinate: tuple
 
 
 @dataclass(frozen=True)
@@ -77,65 +61,6 @@ class TensorGradientCheck(Record):
     requested_samples: int
     passed: bool
     checks: tuple
-
-
-def _validated_shape(shape: Sequence[int]) -> tuple:
-    try:
-        extents = tuple(operator.index(extent) for extent in shape)
-    except TypeError:
-        raise InvalidShape(shape=[str(extent) for extent in shape]) from None
-    if any(extent < 0 for extent in extents):
-        raise InvalidShape(shape=list(extents))
-    return extents
-
-
-def element_count(shape: Sequence[int]) -> int:
-    """The number of elements of ``shape``; ShapeOverflow past a signed 64-bit count."""
-    count = math.prod(_validated_shape(shape))
-    if count > MAX_ELEMENTS:
-        raise ShapeOverflow()
-    return count
-
-
-def coordinate_from_offset(shape: Sequence[int], flat_index: int) -> tuple:
-    """The row-major coordinate of ``flat_index`` in ``shape`` (last axis fastest)."""
-    coordinate = []
-    for extent in reversed(shape):
-        flat_index, position = divmod(flat_index, extent)
-        coordinate.append(position)
-    return tuple(reversed(coordinate))
-
-
-def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
-    """Select unique, ordered coordinates without randomness or hidden state.
-
-    With N elements and R = ``max_samples``, S = min(R, N) coordinates are
-    chosen: the flat offsets ⌊k(N−1)/(S−1)⌋ for k = 0, …, S−1, or ⌊N/2⌋ when
-    S = 1. Costs O(S·rank) time and memory whatever N is.
-
-    Parameters
-    ----------
-    shape : sequence of int
-        The tensor's extents, rank ≥ 0.
-    max_samples : int
-        R ≥ 1.
-
-    Returns
-    -------
-    list of SampledCoordinate, length S, flat offsets strictly ascending.
-    """
-    if operator.index(max_samples) < 1:
-        raise ZeroSamples()
-    shape = _validated_shape(shape)
-    elements = element_count(shape)
-    if elements == 0:
-        raise EmptyTensor()
-    samples = min(max_samples, elements)
-    if samples == 1:
-        offsets = [elements // 2]
-    else:
-        offsets = [k * (elements - 1) // (samples - 1) for k in range(samples)]
-    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in offsets]
 
 
 def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:

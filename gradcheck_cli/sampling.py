@@ -1,0 +1,91 @@
+"""Deterministic tensor coordinates: pure integer arithmetic, no numpy.
+
+The sampler never allocates the tensor, so it answers at once for shapes far
+larger than memory, and ``gradcheck sample`` starts without importing numpy.
+"""
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Sequence
+
+from .errors import EmptyTensor, InvalidShape, ShapeOverflow, ZeroSamples
+from .records import Record
+
+__all__ = [
+    "MAX_ELEMENTS",
+    "SampledCoordinate",
+    "element_count",
+    "coordinate_from_offset",
+    "sample_tensor_coordinates",
+]
+
+#: The largest element count a shape may have: numpy's (and torch's) signed 64-bit index.
+MAX_ELEMENTS = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class SampledCoordinate(Record):
+    """One selected coordinate: its row-major flat offset and its index tuple."""
+
+    flat_index: int
+    coordinate: tuple
+
+
+def _validated_shape(shape: Sequence[int]) -> tuple:
+    try:
+        extents = tuple(operator.index(extent) for extent in shape)
+    except TypeError:
+        raise InvalidShape(shape=[str(extent) for extent in shape]) from None
+    if any(extent < 0 for extent in extents):
+        raise InvalidShape(shape=list(extents))
+    return extents
+
+
+def element_count(shape: Sequence[int]) -> int:
+    """The number of elements of ``shape``; ShapeOverflow past a signed 64-bit count."""
+    count = math.prod(_validated_shape(shape))
+    if count > MAX_ELEMENTS:
+        raise ShapeOverflow()
+    return count
+
+
+def coordinate_from_offset(shape: Sequence[int], flat_index: int) -> tuple:
+    """The row-major coordinate of ``flat_index`` in ``shape`` (last axis fastest)."""
+    coordinate = []
+    for extent in reversed(shape):
+        flat_index, position = divmod(flat_index, extent)
+        coordinate.append(position)
+    return tuple(reversed(coordinate))
+
+
+def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
+    """Select unique, ordered coordinates without randomness or hidden state.
+
+    With N elements and R = ``max_samples``, S = min(R, N) coordinates are
+    chosen: the flat offsets ⌊k(N−1)/(S−1)⌋ for k = 0, …, S−1, or ⌊N/2⌋ when
+    S = 1. Costs O(S·rank) time and memory whatever N is.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The tensor's extents, rank ≥ 0.
+    max_samples : int
+        R ≥ 1.
+
+    Returns
+    -------
+    list of SampledCoordinate, length S, flat offsets strictly ascending.
+    """
+    if operator.index(max_samples) < 1:
+        raise ZeroSamples()
+    shape = _validated_shape(shape)
+    elements = element_count(shape)
+    if elements == 0:
+        raise EmptyTensor()
+    samples = min(max_samples, elements)
+    if samples == 1:
+        offsets = [elements // 2]
+    else:
+        offsets = [k * (elements - 1) // (samples - 1) for k in range(samples)]
+    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in offsets]
