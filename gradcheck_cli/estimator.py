@@ -126,20 +126,18 @@ def validate_tolerance(tolerance: float) -> float:
     return tolerance
 
 
-def perturbations(point: float, step: float, round_probe: Callable[[float], float] = None) -> ProbeGeometry:
-    """The actual probes fl(point − step), fl(point + step) and their stencil.
+def perturbations(point: float, step: float) -> ProbeGeometry:
+    """The actual f64 probes fl(point − step), fl(point + step) and their stencil.
+
+    Probes stored in float32 or bfloat16 come from
+    :func:`gradcheck_cli.dtypes.dtype_perturbations`, which rounds the exact
+    θ ∓ h once into that format (rounding this function's f64 probes again
+    would be a double rounding) and then calls :func:`probe_geometry`.
 
     Parameters
     ----------
     point, step : float
         A finite point and a positive finite requested step.
-    round_probe : callable, optional
-        Rounds an f64 probe to the storage the probe will live in (float32,
-        bfloat16). By default probes stay f64, as in the chapter. The hook
-        sees the already rounded f64 sum, so rounding it again can differ
-        from one correct rounding of the exact θ ∓ h (double rounding);
-        :func:`gradcheck_cli.dtypes.dtype_perturbations` rounds the exact
-        sum once and then calls :func:`probe_geometry`.
 
     Returns
     -------
@@ -153,12 +151,7 @@ def perturbations(point: float, step: float, round_probe: Callable[[float], floa
     point = float(point)
     if not math.isfinite(point):
         raise NonFinitePoint(point=point)
-    minus_point = point - step
-    plus_point = point + step
-    if round_probe is not None:
-        minus_point = round_probe(minus_point)
-        plus_point = round_probe(plus_point)
-    return probe_geometry(point, step, minus_point, plus_point)
+    return probe_geometry(point, step, point - step, point + step)
 
 
 def probe_geometry(point: float, step: float, minus_point: float, plus_point: float) -> ProbeGeometry:
