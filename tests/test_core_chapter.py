@@ -40,7 +40,9 @@ def _as_printed(value, printed):
     return f"{value:.{len(printed.split('.')[1])}f}"
 
 
-@pytest.mark.parametrize("record, expected", zip(cubic_step_scan(), CHAPTER_SCAN), ids=[str(s) for s in STEP_SCAN])
+@pytest.mark.parametrize(
+    "record, expected", list(zip(cubic_step_scan(), CHAPTER_SCAN)), ids=[str(s) for s in STEP_SCAN]
+)
 def test_cubic_scan_matches_the_chapter(record, expected):
     step, numerical, scaled_error, spacing, phase, passed = expected
     difference, comparison = record.check.difference, record.check.comparison
