@@ -39,17 +39,22 @@ cubic's θ³ − 2θ) carries more noise than ε·|f|, which the Richardson term
 then picks up. The estimated error is an order of magnitude, not a
 guarantee; use it to choose a step and to set a tolerance well above it.
 
-Scalar float64 work imports only ``math``; numpy is loaded only for another
-dtype (through :mod:`gradcheck_cli.dtypes`) and for tensor coordinates
-(:func:`advise_coordinate_step`, :func:`advise_problem_steps`).
+Every dtype's probes, ε and name come from :mod:`gradcheck_cli.dtypes`
+(:func:`~gradcheck_cli.dtypes.dtype_perturbations` rounds the exact θ ∓ h
+once into float32 or bfloat16, never the f64 sum a second time), which
+imports no numpy for a dtype given by name. Scalar work therefore imports
+no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
+:func:`advise_problem_steps`) and dtypes given as numpy objects load it.
 """
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Sequence
 
+from .dtypes import dtype_perturbations, probe_dtype
 from .errors import GradCheckError, InvalidStepSequence, TooFewAcceptedSteps, UnrepresentablePoint
-from .estimator import CentralDifference, central_difference, perturbations, validate_step
+from .estimator import CentralDifference, central_difference, validate_step
 from .records import Record
 
 __all__ = [
@@ -57,7 +62,6 @@ __all__ = [
     "DEFAULT_RATIO",
     "DEFAULT_STEPS_ABOVE",
     "DEFAULT_STEPS_BELOW",
-    "probe_format",
     "default_steps",
     "geometric_steps",
     "StepEstimate",
@@ -88,32 +92,6 @@ DEFAULT_STEPS_BELOW = 13
 SMALLEST_STEP_IN_EPSILONS = 4.0
 #: Never request a step above this fraction of max(1, |θ|).
 LARGEST_STEP_FRACTION = 0.25
-
-
-_FLOAT64_NAMES = ("float64", "f8", "<f8", "double")
-
-
-def probe_format(dtype):
-    """The probed arithmetic: None for float64 (the chapter's fl(θ∓h), math only), else a ProbeDtype.
-
-    ``dtype`` is anything :func:`gradcheck_cli.dtypes.probe_dtype` accepts
-    (``"float32"``, ``np.float32``, an array's dtype, ml_dtypes' bfloat16);
-    ``"float64"`` and ``float`` never import numpy.
-    """
-    if dtype is None or dtype is float or (isinstance(dtype, str) and dtype in _FLOAT64_NAMES):
-        return None
-    from .dtypes import probe_dtype
-
-    probed = probe_dtype(dtype, role="probed")
-    return None if probed.significand_bits == 53 else probed
-
-
-def _epsilon(probed) -> float:
-    return 2.0**-52 if probed is None else probed.epsilon
-
-
-def _name(probed) -> str:
-    return "float64" if probed is None else probed.name
 
 
 def geometric_steps(largest: float, smallest: float, ratio: float = DEFAULT_RATIO) -> tuple:
@@ -148,7 +126,7 @@ def default_steps(point: float, dtype="float64") -> tuple:
     sits three decades below the top and four above the bottom, so the
     sequence sees both the truncation and the rounding side.
     """
-    epsilon = _epsilon(probe_format(dtype))
+    epsilon = probe_dtype(dtype, role="probed").epsilon
     scale = max(1.0, abs(float(point)))
     cube_root = epsilon ** (1.0 / 3.0)
     largest = min(scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE, scale * LARGEST_STEP_FRACTION)
@@ -264,8 +242,10 @@ def advise_step(
         (minus, center, plus) per requested step, steps largest first.
     dtype : str or numpy dtype, default "float64"
         The arithmetic of the probed value (float64, float32 or bfloat16):
-        probes are rounded once into it and its ε sets the rounding floor
-        ("float32" for a float32 objective). Only non-float64 dtypes load numpy.
+        the exact θ ∓ h is rounded once into it
+        (:func:`~gradcheck_cli.dtypes.dtype_perturbations`) and its ε sets the
+        rounding floor ("float32" for a float32 objective). A dtype given by
+        name loads no numpy.
     steps : sequence of float, optional
         Strictly decreasing requested steps (at least two); by default
         :func:`default_steps` (``point``, ``dtype``).
@@ -283,12 +263,9 @@ def advise_step(
         A bad point, dtype or step sequence, or fewer than two accepted
         steps. Exceptions raised by ``evaluate`` itself propagate unchanged.
     """
-    probed = probe_format(dtype)
-    epsilon = _epsilon(probed)
+    probed = probe_dtype(dtype, role="probed")
     point = float(point)
-    if probed is not None and math.isfinite(point):
-        from fractions import Fraction
-
+    if math.isfinite(point):
         nearest = probed.round_exact(Fraction(point))
         if nearest != point:
             raise UnrepresentablePoint(point=point, dtype=probed.name, nearest=nearest)
@@ -299,12 +276,7 @@ def advise_step(
     differences, rejected = [], []
     for step in steps:
         try:
-            if probed is None:
-                geometry = perturbations(point, step)
-            else:
-                from .dtypes import dtype_perturbations
-
-                geometry = dtype_perturbations(point, step, probed)
+            geometry = dtype_perturbations(point, step, probed)
             differences.append(central_difference(point, step, evaluate, geometry))
         except GradCheckError as error:
             rejected.append(RejectedStep(step, error))
@@ -318,7 +290,7 @@ def advise_step(
         candidates = [_richardson(difference, other) for other in neighbours]
         candidates = [value for value in candidates if value is not None]
         truncation.append(max(candidates) if candidates else math.inf)
-        floors.append(_rounding_floor(difference, epsilon))
+        floors.append(_rounding_floor(difference, probed.epsilon))
         errors.append(max(truncation[-1], floors[-1]))
 
     # Smallest estimated error; on a tie the earlier (larger) step wins.
@@ -341,8 +313,8 @@ def advise_step(
     centers = {_bits(difference.center_value) for difference in differences}
     return StepAdvice(
         point=point,
-        dtype=_name(probed),
-        epsilon=epsilon,
+        dtype=probed.name,
+        epsilon=probed.epsilon,
         advised_step=best.requested_step,
         derivative=best.difference.derivative,
         estimated_error=best.estimated_error,

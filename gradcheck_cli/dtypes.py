@@ -62,13 +62,19 @@ With ε the dtype's machine epsilon (2⁻⁵², 2⁻²³, 2⁻⁷):
 
 None of these is universally right (the chapter's scan shows why); every one
 can be overridden.
+
+Imports
+-------
+This module is the single source of every dtype's format, ε and name, for
+tensors and for scalar step advice alike, so it imports only ``math`` and
+``fractions``: numpy is loaded by :func:`probe_dtype` only to normalise a
+dtype that is not already one of the names in :data:`SUPPORTED_DTYPES` or
+Python's ``float``.
 """
 
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-
-import numpy as np
 
 from .errors import NonFinitePoint, UnsupportedDtype
 from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
@@ -192,15 +198,24 @@ PROBE_DTYPES = {
 def probe_dtype(dtype, role: str = "parameters") -> ProbeDtype:
     """The :class:`ProbeDtype` of a numpy dtype (or anything ``np.dtype`` accepts).
 
-    bfloat16 is ``ml_dtypes.bfloat16``; it is recognised by name, so
-    ml_dtypes is never imported here (an array of that dtype has already
-    imported it). float16, integers, complex and everything else are an
-    :class:`UnsupportedDtype` naming ``role``.
+    The names ``"float64"``, ``"float32"``, ``"bfloat16"``, Python's ``float``
+    and ``None`` (numpy's default, float64) never import numpy, so scalar
+    work stays numpy-free. bfloat16 is ``ml_dtypes.bfloat16``; it is
+    recognised by name, so ml_dtypes is never imported here (an array of
+    that dtype has already imported it). float16, integers, complex and
+    everything else are an :class:`UnsupportedDtype` naming ``role``.
     """
-    try:
-        name = np.dtype(dtype).name
-    except TypeError:
-        name = str(dtype)
+    if dtype is None or dtype is float:
+        name = "float64"
+    elif isinstance(dtype, str) and dtype in PROBE_DTYPES:
+        name = dtype
+    else:
+        import numpy as np
+
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = str(dtype)
     try:
         return PROBE_DTYPES[name]
     except KeyError:

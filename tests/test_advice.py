@@ -139,6 +139,37 @@ def test_float32_advice_probes_in_float32():
     assert 1e-3 < advice.advised_step < 3e-2
 
 
+GEOMETRY_FIELDS = ("minus_point", "plus_point", "minus_spacing", "plus_spacing", "left_weight", "right_weight", "stencil")
+
+
+def test_float32_advice_rounds_the_exact_probe_once():
+    # h = 2⁻²⁴ + 2⁻⁷⁶. The exact 1 + h lies 2⁻⁷⁶ above the float32 halfway point 1 + 2⁻²⁴, so its one
+    # correct rounding is 1 + 2⁻²³. In f64, 2⁻⁷⁶ is below half an ulp of 1 (2⁻⁵³): 1.0 + h is exactly
+    # 1 + 2⁻²⁴, a float32 tie that rounds to even, 1.0. Rounding that f64 sum again would collapse the
+    # plus probe onto θ and reject the step. Below 1 float32 is spaced 2⁻²⁴, so θ₋ = 1 − 2⁻²⁴.
+    step = 2.0**-24 + 2.0**-76
+    assert 1.0 + step == 1.0 + 2.0**-24 and float(np.float32(1.0 + step)) == 1.0
+    steps = [2.0**-21, 2.0**-22, step]
+    advice = advise_step(1.0, quadratic, dtype="float32", steps=steps)
+    assert advice.rejected == ()
+    float32 = probe_dtype("float32")
+    for requested, estimate in zip(steps, advice.estimates, strict=True):
+        expected = dtype_perturbations(1.0, requested, float32)
+        assert {field: getattr(estimate.difference, field) for field in GEOMETRY_FIELDS} == {
+            field: getattr(expected, field) for field in GEOMETRY_FIELDS
+        }
+    last = advice.estimates[-1].difference
+    assert (last.minus_point, last.plus_point) == (1.0 - 2.0**-24, 1.0 + 2.0**-23)
+    assert (last.minus_spacing, last.plus_spacing, last.stencil) == (2.0**-24, 2.0**-23, "unequal")
+
+
+def test_advice_takes_epsilon_and_name_from_the_probe_dtype():
+    for name in ("float64", "float32", "bfloat16"):
+        advice = advise_step(1.0, quadratic, dtype=name, steps=[2.0**-3, 2.0**-4])
+        assert (advice.dtype, advice.epsilon) == (name, probe_dtype(name).epsilon)
+    assert advise_step(1.0, quadratic, dtype=np.float32, steps=[2.0**-3, 2.0**-4]).dtype == "float32"
+
+
 def test_cubic_richardson_estimate_is_the_exact_truncation_error():
     # The cubic's three-point error is exactly h₋h₊·g‴/6 = h₋h₊, so in the
     # truncation regime the Richardson estimate must equal the actual spacing
@@ -309,12 +340,14 @@ def test_to_dict_is_json_ready():
 
 
 def test_scalar_advice_does_not_import_numpy():
+    # Also for a float32 or bfloat16 objective named by its dtype: the exact rounding is integer arithmetic.
     code = (
         "import sys\n"
         "from gradcheck_cli.advice import advise_step\n"
         "from gradcheck_cli.chapter import cubic\n"
         "advice = advise_step(1.5, cubic)\n"
         "assert advice.advised_step > 0\n"
+        "assert advise_step(1.5, cubic, dtype='float32').dtype == 'float32'\n"
         "print('numpy' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
