@@ -195,13 +195,14 @@ def probe_geometry(point: float, step: float, minus_point: float, plus_point: fl
 
 def _evaluated(side: str, value) -> float:
     if type(value) is not float:
-        value = _real_scalar(side, value)
+        value = real_scalar(side, value)
     if not math.isfinite(value):
         raise NonFiniteEvaluation(side=side, value=value)
     return value
 
 
-def _real_scalar(side: str, value) -> float:
+def real_scalar(side: str, value) -> float:
+    """``value`` as a float if it is one real number (a 0-d array or numpy scalar too), else NonScalarEvaluation."""
     shape = getattr(value, "shape", ())
     if shape == () and not isinstance(value, (complex, str, bytes)):
         try:

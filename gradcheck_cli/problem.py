@@ -168,7 +168,10 @@ def _import_module(source: str):
 
 
 def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
+    try:
+        text = " ".join(str(error).split())
+    except Exception:  # an exception whose __str__ raises still has a name
+        text = ""
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 

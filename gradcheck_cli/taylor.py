@@ -81,18 +81,19 @@ import numpy as np
 from .dtypes import probe_dtype
 from .errors import (
     AtCoordinate,
+    AtParameter,
     GradientShapeMismatch,
     InvalidStepSequence,
     MissingGradient,
     NoParameters,
     NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
-    NonScalarEvaluation,
+    NonFinitePoint,
     UnknownParameter,
     UnsupportedDtype,
     ZeroDirection,
 )
-from .estimator import validate_step
+from .estimator import real_scalar, validate_step
 from .problem import as_problem
 from .records import Record
 from .tensors import real_analytic, writable_parameters
@@ -224,11 +225,13 @@ def selected_parameters(problem, names: Sequence[str] = None):
         real_analytic(gradient, role=f"gradients[{name!r}]")
         if gradient.shape != array.shape:
             raise GradientShapeMismatch(parameters=list(array.shape), analytic=list(gradient.shape))
-        gradient64 = gradient.astype(np.float64)
-        finite = np.isfinite(gradient64)
-        if not finite.all():
-            index = tuple(int(i) for i in np.argwhere(~finite)[0])
-            raise AtCoordinate(coordinate=list(index), source=NonFiniteAnalyticGradient(value=float(gradient64[index])))
+        for values, error in ((array, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
+            values = values.astype(np.float64)
+            finite = np.isfinite(values)
+            if not finite.all():
+                index = tuple(int(i) for i in np.argwhere(~finite)[0])
+                source = error(point=float(values[index])) if error is NonFinitePoint else error(value=float(values[index]))
+                raise AtParameter(parameter=name, source=AtCoordinate(coordinate=list(index), source=source))
     return problem, tuple(names)
 
 
@@ -250,7 +253,7 @@ def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str],
 
 
 def _normalized(direction: dict) -> dict:
-    norm = math.sqrt(math.fsum(float(np.sum(values * values)) for values in direction.values()))
+    norm = _norm(list(direction.values()))
     if not (math.isfinite(norm) and norm > 0.0):
         raise ZeroDirection(norm=norm)
     return {name: values / norm for name, values in direction.items()}
@@ -259,23 +262,17 @@ def _normalized(direction: dict) -> dict:
 def default_taylor_steps(parameters: Mapping[str, np.ndarray], names: Sequence[str]) -> tuple:
     """hₖ = s·2⁻ᵏ, k = 0 … ⌈¾·log₂(1/ε)⌉, s = max(1, ‖x‖₂), ε of the least precise dtype."""
     epsilon = max(probe_dtype(parameters[name].dtype).epsilon for name in names)
-    norm = math.sqrt(
-        math.fsum(float(np.sum(np.square(parameters[name].astype(np.float64)))) for name in names)
-    )
-    scale = max(1.0, norm) if math.isfinite(norm) else 1.0
+    scale = max(1.0, _norm([parameters[name].astype(np.float64) for name in names]))
     last = math.ceil(0.75 * math.log2(1.0 / epsilon))
     return tuple(math.ldexp(scale, -k) for k in range(last + 1))
 
 
-def _value(returned, side: str) -> float:
-    shape = getattr(returned, "shape", ())
-    if shape == () and not isinstance(returned, (complex, str, bytes)):
-        try:
-            return float(returned)
-        except (TypeError, ValueError):
-            pass
-    described = type(returned).__name__ + (f" of shape {tuple(shape)}" if shape != () else "")
-    raise NonScalarEvaluation(side=side, returned=described)
+def _norm(arrays) -> float:
+    """The Euclidean norm over several arrays, scaled first so that no square overflows."""
+    largest = max((float(np.max(np.abs(values))) for values in arrays if values.size), default=0.0)
+    if largest == 0.0 or not math.isfinite(largest):
+        return largest
+    return largest * math.sqrt(math.fsum(float(np.sum(np.square(values / largest))) for values in arrays))
 
 
 def _value_epsilon(returned) -> float:
@@ -397,7 +394,7 @@ def taylor_test(
     points = []
     try:
         returned = problem.objective(parameters)
-        center = _value(returned, "center")
+        center = real_scalar("center", returned)
         if not math.isfinite(center):
             raise NonFiniteEvaluation(side="center", value=center)
         epsilon = max(parameter_epsilon, _value_epsilon(returned))
@@ -408,11 +405,7 @@ def taylor_test(
                     moved[name] = (origin[name] + step * unit[name]).astype(arrays[name].dtype)
                     deltas[name] = moved[name].astype(np.float64) - origin[name]
             finite = all(np.isfinite(delta).all() for delta in deltas.values())
-            norm = (
-                math.sqrt(math.fsum(float(np.sum(delta * delta)) for delta in deltas.values()))
-                if finite
-                else math.inf
-            )
+            norm = _norm(list(deltas.values())) if finite else math.inf
             if not finite or norm == 0.0:
                 state = "non-finite displacement" if not finite else "unchanged"
                 points.append(TaylorPoint(step, norm, math.nan, math.nan, math.nan, math.nan, math.nan, state, False, False))
@@ -420,7 +413,7 @@ def taylor_test(
             try:
                 for name, array in arrays.items():
                     array[...] = moved[name]
-                value = _value(problem.objective(parameters), "plus")
+                value = real_scalar("plus", problem.objective(parameters))
             finally:
                 restore()
             linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in names)
@@ -446,7 +439,7 @@ def taylor_test(
                     in_fit=False,
                 )
             )
-        final = _value(problem.objective(parameters), "center")
+        final = real_scalar("center", problem.objective(parameters))
     finally:
         restore()
 

@@ -17,11 +17,13 @@ import pytest
 
 from gradcheck_cli.errors import (
     AtCoordinate,
+    AtParameter,
     GradientShapeMismatch,
     InvalidStep,
     InvalidStepSequence,
     MissingGradient,
     NoParameters,
+    NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
     NonScalarEvaluation,
     ReadOnlyArray,
@@ -303,9 +305,11 @@ def test_problem_validation():
         taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "x": np.zeros(4)}))
     bad = problem.gradients["w"].copy()
     bad[1, 2] = math.nan
-    with pytest.raises(AtCoordinate) as caught:
+    with pytest.raises(AtParameter) as caught:
         taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "w": bad}))
-    assert caught.value.coordinate == [1, 2]
+    assert caught.value.parameter == "w"
+    assert isinstance(caught.value.source, AtCoordinate) and caught.value.source.coordinate == [1, 2]
+    assert isinstance(caught.value.source.source, NonFiniteAnalyticGradient)
     read_only = problem.parameters["x"].copy()
     read_only.flags.writeable = False
     with pytest.raises(ReadOnlyArray):
