@@ -48,7 +48,7 @@ from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from .dtypes import ProbeDtype, dtype_perturbations
+from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     AtParameter,
     DuplicateCoordinate,
@@ -104,6 +104,7 @@ __all__ = [
     "GradientCheckReport",
     "check_gradients",
     "check_problem",
+    "kink_tolerance_for_step",
 ]
 
 #: Coordinates per parameter unless told otherwise (the deterministic sampler's R).
@@ -181,9 +182,9 @@ class ParameterCheck(Record):
     requested_samples : int or None
         R for ``"sampled"``; None otherwise.
     step : float or None
-        The requested step of every coordinate, or None for the dtype's
-        default ε^(1/3)·max(1, |θ|) (each record holds its own
-        ``difference.requested_step``).
+        The requested step of every coordinate of this parameter, or None
+        for the dtype's default ε^(1/3)·max(1, |θ|) (each record holds its
+        own ``difference.requested_step``).
     tolerance, kink_tolerance : float
         As used (given, or the dtype's defaults).
     passed : bool
@@ -267,6 +268,7 @@ class _PlannedParameter:
     dtype: ProbeDtype
     selection: str
     requested_samples: Optional[int]
+    step: Optional[float]
     tolerance: float
     kink_tolerance: float
     coordinates: tuple
@@ -278,9 +280,9 @@ def check_gradients(
     gradients: Mapping,
     *,
     samples: Samples = DEFAULT_SAMPLES,
-    step: Optional[float] = None,
+    step: Union[None, float, Mapping] = None,
     tolerance: Optional[float] = None,
-    kink_tolerance: Optional[float] = None,
+    kink_tolerance: Union[None, float, Mapping] = None,
     coordinates: Optional[Mapping] = None,
     names: Optional[Iterable[str]] = None,
     progress: Optional[Callable[[int, int], None]] = None,
@@ -304,13 +306,19 @@ def check_gradients(
     samples : int or "all", default 16
         Coordinates per parameter: R for the chapter's deterministic sampler
         (min(R, N) coordinates), or ``"all"`` for every coordinate.
-    step : float, optional
-        The requested step h for every coordinate. Default: the dtype's
+    step : float or Mapping[str, float], optional
+        The requested step h for every coordinate, or a mapping from
+        parameter name to the step for that parameter's coordinates (for
+        example the advised steps of
+        :func:`~gradcheck_cli.advice.advise_problem_steps`); a parameter
+        the mapping leaves out gets the default. Default: the dtype's
         ε^(1/3)·max(1, |θ|) per coordinate.
     tolerance : float, optional
         Tolerance on the chapter's scaled error. Default: the dtype's ε^(1/3).
-    kink_tolerance : float, optional
-        Tolerance on the one-sided slopes' scaled gap. Default: the dtype's ε^(1/6).
+    kink_tolerance : float or Mapping[str, float], optional
+        Tolerance on the one-sided slopes' scaled gap, for every parameter or
+        by name like ``step`` (for example :func:`kink_tolerance_for_step`
+        of each advised step). Default: the dtype's ε^(1/6).
     coordinates : Mapping[str, iterable of index tuples], optional
         Explicit coordinates for some parameters (in the given order; an int
         is accepted for a 1-D parameter); the others are sampled.
@@ -369,7 +377,7 @@ def check_gradients(
                 shape=tuple(planned.array.shape),
                 selection=planned.selection,
                 requested_samples=planned.requested_samples,
-                step=step if step is None else float(step),
+                step=planned.step,
                 tolerance=planned.tolerance,
                 kink_tolerance=planned.kink_tolerance,
                 passed=purity.pure and all(record.passed for record in records),
@@ -388,6 +396,31 @@ def check_gradients(
         purity=across,
         parameters=tuple(parameter_checks),
     )
+
+
+def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
+    """The kink tolerance that goes with requested step h at θ: max(ε^(1/6), √(h / max(1, |θ|))).
+
+    At a smooth point the one-sided slopes differ by about |f″|·h; across a
+    kink they differ by the jump in slope, of order 1. The dtype's default
+    ε^(1/6) is the geometric midpoint of the two at the default step
+    ε^(1/3)·max(1, |θ|); at another step the midpoint is √(h / max(1, |θ|)).
+    Never tighter than the default, so only a step larger than the default
+    loosens it (``gradcheck check --step auto`` uses this with each advised step:
+    a parameter whose loss is quadratic is advised the largest step tried,
+    where ε^(1/6) would take curvature for a kink).
+
+    Parameters
+    ----------
+    step : float
+        The requested step h, positive and finite.
+    point : float
+        The θ the step was chosen for (the advice's representative coordinate).
+    dtype : numpy dtype or str
+        The parameter's dtype (float64, float32 or bfloat16).
+    """
+    relative = validate_step(step) / max(1.0, abs(float(point)))
+    return max(probe_dtype(dtype).kink_tolerance, math.sqrt(relative))
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
@@ -473,12 +506,10 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
     for name in gradients:
         if name not in parameters:
             raise UnexpectedGradient(name=name)
-    if step is not None:
-        step = validate_step(step)
+    steps = _per_parameter("step", step, validate_step, parameters)
     if tolerance is not None:
         tolerance = validate_tolerance(tolerance)
-    if kink_tolerance is not None:
-        kink_tolerance = validate_tolerance(kink_tolerance)
+    kink_tolerances = _per_parameter("kink_tolerance", kink_tolerance, validate_tolerance, parameters)
     samples = _validated_samples(samples)
     selected = _selected_names(parameters, names)
     if coordinates is None:
@@ -501,9 +532,9 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
                     gradients[name],
                     samples,
                     coordinates.get(name),
-                    step,
+                    steps.get(name) if isinstance(steps, dict) else steps,
                     tolerance,
-                    kink_tolerance,
+                    kink_tolerances.get(name) if isinstance(kink_tolerances, dict) else kink_tolerances,
                 )
             )
         except GradCheckError as error:
@@ -518,6 +549,24 @@ def _validate_mapping(role: str, values: str, mapping) -> None:
     for key in mapping:
         if not isinstance(key, str):
             raise InvalidParameterName(name=repr(key), type_name=type(key).__name__)
+
+
+def _per_parameter(role: str, value, validate: Callable, parameters: Mapping):
+    """None, one validated value, or a dict name → validated value (names checked against ``parameters``)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        return validate(value)
+    _validate_mapping(role, "numbers", value)
+    validated = {}
+    for name, item in value.items():
+        if name not in parameters:
+            raise UnknownParameter(name=name, available=list(parameters))
+        try:
+            validated[name] = validate(item)
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+    return validated
 
 
 def _validated_samples(samples) -> Samples:
@@ -596,6 +645,7 @@ def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kin
         dtype=dtype,
         selection=selection,
         requested_samples=requested,
+        step=step,
         tolerance=dtype.tolerance if tolerance is None else tolerance,
         kink_tolerance=dtype.kink_tolerance if kink_tolerance is None else kink_tolerance,
         coordinates=tuple(planned),

@@ -21,13 +21,15 @@ A new subcommand is a handful of lines::
         run(output_format, compute)
 """
 
+import contextlib
 import functools
 import sys
 
 import click
 
 from . import __version__, chapter, render
-from .errors import CommandLineError, GradCheckError, InputFileError
+from .errors import CommandLineError, GradCheckError, InputFileError, PlottingUnavailable
+from .estimator import validate_step, validate_tolerance
 from .formatting import rust_debug
 from .scan import __doc__ as _scan_doc
 
@@ -38,6 +40,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "CommandLineError",
     "InputFileError",
+    "ObjectiveRaised",
     "Report",
     "exit_status",
     "output_options",
@@ -52,12 +55,22 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+class ObjectiveRaised(GradCheckError):
+    """The user's objective raised an exception (not a GradCheckError) during a check."""
+
+    fields = ("reference", "error")
+
+    def describe(self):
+        return f"the objective of {self.reference} raised {self.error}"
+
+
 class Report:
     """What a subcommand produced: the sections to render and the user's verdicts.
 
-    ``user_verdicts`` holds one ``passed`` per comparison against a candidate
-    the user supplied (``--analytic``); the chapter's built-in candidates are
-    demonstrations and never count.
+    ``user_verdicts`` holds one ``passed`` per verdict on something the user
+    supplied: a candidate (``--analytic``) or a problem (``check``,
+    ``taylor``); the chapter's built-in candidates are demonstrations and
+    never count.
     """
 
     __slots__ = ("sections", "user_verdicts")
@@ -70,9 +83,12 @@ def exit_status(outcome) -> int:
     """gradcheck's exit status, decided here and nowhere else.
 
     - 0: the command completed and every comparison the user asked for passed;
-    - 1: a candidate the user supplied with ``--analytic`` failed;
+    - 1: a candidate the user supplied with ``--analytic`` failed, a
+      coordinate of the user's problem did not pass ``check`` (a failed
+      comparison, a suspected kink, an impure objective), or ``taylor`` did
+      not pass (failed or inconclusive);
     - 2: bad input, a click usage error or a rejected request (GradCheckError);
-    - 130: interrupted.
+    - 130: interrupted (Ctrl-C).
     """
     if isinstance(outcome, (GradCheckError, click.ClickException)):
         return EXIT_BAD_INPUT
@@ -151,19 +167,42 @@ def run(output_format: str, compute) -> None:
     except GradCheckError as error:
         render.write_error(error, output_format)
         ctx.exit(exit_status(error))
+    except KeyboardInterrupt as interrupt:
+        # Caught here rather than by click, which would print an empty line first.
+        render.write_interrupted()
+        ctx.exit(exit_status(interrupt))
     render.write(report.sections, output_format)
     ctx.exit(exit_status(report))
 
 
-def _report_click_error(error: click.ClickException) -> int:
+def _format_in_words(words) -> str:
+    """The output format a command line's words ask for: json only when nothing else is asked for."""
+    formats = set()
+    for index, word in enumerate(words):
+        if word == "--json":
+            formats.add("json")
+        elif word == "--format" and index + 1 < len(words):
+            formats.add(words[index + 1])
+        elif word.startswith("--format="):
+            formats.add(word.split("=", 1)[1])
+    return "json" if formats == {"json"} else "text"
+
+
+def _report_click_error(error: click.ClickException, words=()) -> int:
     ctx = getattr(error, "ctx", None)
     if isinstance(error, click.exceptions.NoArgsIsHelpError):
         error.show()  # bare `gradcheck`: click's help on stderr
         return exit_status(error)
     param = getattr(error, "param", None)
-    option = param.opts[0] if param is not None and getattr(param, "opts", None) else None
+    if isinstance(param, click.Argument):
+        option = param.human_readable_name  # PROBLEM, as the usage line names it
+    else:
+        option = param.opts[0] if param is not None and getattr(param, "opts", None) else None
     problem = CommandLineError(option=option, problem=error.format_message())
-    render.write_error(problem, _requested_format(ctx))
+    settled = None if ctx is None else ctx.meta.get(_OUTPUT_FORMAT)
+    # click stops at an unknown option (or one without its value) before any option callback
+    # runs, so the format is not settled yet: read it from the words.
+    render.write_error(problem, settled or _format_in_words(words))
     return exit_status(error)
 
 
@@ -171,12 +210,13 @@ class GradcheckGroup(click.Group):
     """click's group with gradcheck's error contract: one line on stderr, exit 2, no traceback."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        words = list(sys.argv[1:] if args is None else args)
         try:
-            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            status = super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as error:
-            status = _report_click_error(error)
+            status = _report_click_error(error, words)
         except click.Abort as interrupt:
-            click.echo("Error: interrupted", err=True)
+            render.write_interrupted()
             status = exit_status(interrupt)
         if standalone_mode:
             sys.exit(status)
@@ -232,9 +272,41 @@ class NumberList(click.ParamType):
         return tuple(numbers)
 
 
+class SampleCount(click.ParamType):
+    """``--samples``: a positive whole number, or ``all`` for every coordinate."""
+
+    name = "samples"
+
+    def convert(self, value, param, ctx):
+        if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return value
+        try:
+            count = int(value.strip())
+        except ValueError:
+            count = 0
+        if count <= 0:
+            self.fail(f'{value!r} is neither a positive whole number nor "all"', param, ctx)
+        return count
+
+
+class StepOrAuto(click.ParamType):
+    """``--step``: a number, or ``auto`` for the advised step of each parameter."""
+
+    name = "step"
+
+    def convert(self, value, param, ctx):
+        if value == "auto" or isinstance(value, float):
+            return value
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f'{value!r} is neither a number nor "auto"', param, ctx)
+
+
 FLOAT_LIST = NumberList(float, "1,1e-1,1e-3")
 INT_LIST = NumberList(int, "2,3")
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+_PLOT_FILE = click.Path(dir_okay=False)
 
 
 def load_array(path: str, option: str):
@@ -277,6 +349,52 @@ def load_array(path: str, option: str):
     return array.astype(np.float64)
 
 
+@contextlib.contextmanager
+def user_code(reference: str):
+    """Run the user's code (their module, problem function and objective) inside a command.
+
+    Whatever it prints goes to stderr, since stdout carries results only (a
+    ``--json`` document must stay one document). An exception from the
+    objective becomes :class:`ObjectiveRaised`: the library lets such
+    exceptions propagate unchanged (after restoring every array), but on the
+    command line they are bad input like any other, one line and exit 2.
+    SystemExit counts too; KeyboardInterrupt passes through to :func:`run`.
+    """
+    from .problem import _one_line
+
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            yield
+        except GradCheckError:
+            raise
+        except (Exception, SystemExit) as error:
+            raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
+
+
+def plot_target(path):
+    """Validate ``--plot FILE`` before any work: a .png or .svg name, and matplotlib installed."""
+    if path is None:
+        return None
+    import importlib.util
+
+    from .plotting import plot_format
+
+    plot_format(path)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlottingUnavailable()
+    return path
+
+
+def draw_plot(draw, path, *arguments, **keywords) -> None:
+    """Call a :mod:`plotting` function that writes ``path``; a file that cannot be written is bad input."""
+    try:
+        draw(*arguments, path, **keywords)
+    except OSError as error:
+        problem = f"cannot be written: {error.strerror or error}"
+        raise InputFileError(option="--plot", path=path, problem=problem) from None
+    click.echo(f"wrote {path}", err=True)
+
+
 # ---------------------------------------------------------------- commands
 
 
@@ -287,7 +405,8 @@ def load_array(path: str, option: str):
     epilog=(
         "Exit status: 0 when every comparison you asked for passed (the chapter's built-in "
         "wrong candidate and failing scan steps are demonstrations); 1 when a candidate you "
-        "supplied with --analytic fails; 2 for bad input, with one line on stderr."
+        "supplied with --analytic fails, or your problem fails check or taylor; 2 for bad "
+        "input, with one line on stderr; 130 when interrupted."
     ),
 )
 @click.version_option(__version__, "--version", prog_name="gradcheck", message="%(prog)s %(version)s")
@@ -296,8 +415,10 @@ def main():
 
     Three-point finite differences from the actual floating-point probes
     fl(θ−h) and fl(θ+h), a scale-aware error max(1, |a|, |n|), and
-    deterministic tensor coordinates (chapter 13). Every subcommand prints
-    text, JSON (--json) or tables (--format table).
+    deterministic tensor coordinates (chapter 13). The chapter's examples
+    (demo, quadratic, scan, identity, kink, nll, sample) and your own code
+    (check, taylor). Every subcommand prints text, JSON (--json) or tables
+    (--format table).
     """
 
 
@@ -401,7 +522,11 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
         "each labelled with its error regime.\n\n"
         "The regime comes from the records alone, at any point and step list:\n\n"
         "\b\n" + _REGIME_RULE + "\n\n"
-        "A failing step is a demonstration, not a failed command: scan exits 0."
+        "A failing step is a demonstration, not a failed command: scan exits 0.\n\n"
+        "--advise adds the step advice, which never looks at the analytic value: "
+        "a geometric sequence of steps, each estimate's error estimated from its "
+        "neighbours (Richardson) and from the rounding floor ε·|f| over the actual "
+        "spacing, and the step with the smallest estimated error."
     )
 )
 @click.option("--point", type=float, default=ChapterDefault(chapter.CUBIC_POINT), help="The point θ.")
@@ -413,11 +538,37 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
     help="Requested steps, comma-separated.",
 )
 @click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
+@click.option(
+    "--advise",
+    is_flag=True,
+    help="Also advise a step without the analytic value: each step's estimated error and regime "
+    "(truncation, advised, rounding).",
+)
+@click.option(
+    "--plot",
+    type=_PLOT_FILE,
+    metavar="FILE",
+    help="Also draw the scaled error against the step into FILE.png or FILE.svg (needs matplotlib).",
+)
 @output_options
-def scan(output_format, point, steps, tolerance):
+def scan(output_format, point, steps, tolerance, advise, plot):
     def compute():
+        plot_path = plot_target(plot)
+        records = chapter.cubic_step_scan(point, steps, tolerance)
+        advice = None
+        if advise:
+            from .advice import advise_step
 
-        return Report((render.scan(chapter.cubic_step_scan(point, steps, tolerance)),))
+            advice = advise_step(point, chapter.cubic)
+        if plot_path is not None:
+            from .plotting import plot_scan
+
+            draw_plot(plot_scan, plot_path, records, advice=advice)
+        sections = [render.scan(records, advice)]
+        if advice is not None:
+            title = "Step advice for g(θ) = θ³ − 2θ (no analytic value)"
+            sections.append(render.step_advice(advice, "advice", title))
+        return Report(sections)
 
     run(output_format, compute)
 
@@ -526,5 +677,150 @@ def sample(output_format, shape, max_samples):
         from .sampling import sample_tensor_coordinates
 
         return Report((render.sample(sample_tensor_coordinates(shape, max_samples)),))
+
+    run(output_format, compute)
+
+
+#: ``check --samples`` default: check.DEFAULT_SAMPLES (not imported here: check.py imports numpy).
+CHECK_SAMPLES = 16
+#: ``taylor --seed`` default: taylor.DEFAULT_SEED.
+TAYLOR_SEED = 0
+
+_PROBLEM_HELP = (
+    "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
+    "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
+    "called as objective(parameters)."
+)
+_PARAM_OPTION = click.option(
+    "--param",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this parameter (repeat for several; the problem's order is kept). Default: all.",
+)
+
+
+def _problem_argument(command):
+    return click.argument("problem", metavar="PROBLEM")(command)
+
+
+@main.command(
+    short_help="Check your own gradients, coordinate by coordinate.",
+    help=(
+        "Check your own gradients: every parameter of PROBLEM, coordinate by coordinate.\n\n"
+        + _PROBLEM_HELP
+        + "\n\n"
+        "Each selected coordinate is perturbed in place, at the probes rounded into the "
+        "parameter's dtype, and restored bit-exactly. A coordinate passes when its scaled "
+        "error is within the tolerance and its one-sided slopes agree (otherwise it is a "
+        "suspected kink, never evidence); every center value must be bit-identical "
+        "(otherwise the objective is nondeterministic or stateful).\n\n"
+        "Exit status: 0 when every coordinate passes, 1 when any does not, 2 for bad input "
+        "(including an exception raised by the objective)."
+    ),
+)
+@_problem_argument
+@click.option(
+    "--samples",
+    type=SampleCount(),
+    default=CHECK_SAMPLES,
+    metavar="N|all",
+    help="Coordinates per parameter (the chapter's deterministic sampler), or all of them.",
+)
+@click.option(
+    "--step",
+    type=StepOrAuto(),
+    metavar="H|auto",
+    help="The requested step h for every coordinate, or auto: each parameter at the step advised "
+    "for one representative coordinate (and a kink tolerance to match, max(ε^(1/6), √(h/max(1, |θ|)))). "
+    "Default: ε^(1/3)·max(1, |θ|) of the parameter's dtype.",
+)
+@click.option(
+    "--tolerance",
+    type=float,
+    help="The scaled-error tolerance. Default: ε^(1/3) of the parameter's dtype.",
+)
+@_PARAM_OPTION
+@output_options
+def check(output_format, problem, samples, step, tolerance, names):
+    def compute():
+        if step != "auto" and step is not None:
+            validate_step(step)
+        if tolerance is not None:
+            validate_tolerance(tolerance)
+        from .check import check_problem
+        from .problem import load_problem
+
+        selected = list(names) or None
+        sections, steps, kink_tolerances = [], step, None
+        with user_code(problem):
+            loaded = load_problem(problem)
+            if step == "auto":
+                from .advice import advise_problem_steps
+                from .check import kink_tolerance_for_step
+
+                advice = advise_problem_steps(loaded, names=selected)
+                sections.append(render.problem_step_advice(advice))
+                steps = advice.steps
+                # An advised step can be far above the default (the largest step tried, for a
+                # parameter the loss is quadratic in): the kink test must go with the step.
+                kink_tolerances = {
+                    record.name: kink_tolerance_for_step(
+                        record.advice.advised_step, record.advice.point, loaded.parameters[record.name].dtype
+                    )
+                    for record in advice.parameters
+                }
+            with render.ProgressBar("checking coordinates") as progress:
+                report = check_problem(
+                    loaded,
+                    samples=samples,
+                    step=steps,
+                    tolerance=tolerance,
+                    kink_tolerance=kink_tolerances,
+                    names=selected,
+                    progress=progress,
+                )
+        sections.append(render.check(report))
+        return Report(sections, (report.passed,))
+
+    run(output_format, compute)
+
+
+@main.command(
+    short_help="The Taylor-remainder test of your gradient: no tolerance needed.",
+    help=(
+        "The Taylor-remainder test of PROBLEM: a verdict on the whole gradient that needs no tolerance.\n\n"
+        + _PROBLEM_HELP
+        + "\n\n"
+        "Along a deterministic unit direction d, the remainder f(x + Δ) − f(x) − g·Δ, with Δ the "
+        "displacement actually stored, shrinks like h² when the gradient g is right and like h "
+        "when it is wrong. The order is fitted where rounding does not dominate: order ≥ 1.75 "
+        "passes, 0.75 to 1.25 fails, anything else is inconclusive.\n\n"
+        "Exit status: 0 when it passes, 1 when it fails or is inconclusive, 2 for bad input."
+    ),
+)
+@_problem_argument
+@_PARAM_OPTION
+@click.option("--seed", type=int, default=TAYLOR_SEED, help="Selects the deterministic direction d.")
+@click.option(
+    "--plot",
+    type=_PLOT_FILE,
+    metavar="FILE",
+    help="Also draw |R| against h, with reference slopes 1 and 2, into FILE.png or FILE.svg (needs matplotlib).",
+)
+@output_options
+def taylor(output_format, problem, names, seed, plot):
+    def compute():
+        plot_path = plot_target(plot)
+        from .problem import load_problem
+        from .taylor import taylor_test
+
+        with user_code(problem):
+            result = taylor_test(load_problem(problem), names=list(names) or None, seed=seed)
+        if plot_path is not None:
+            from .plotting import plot_taylor
+
+            draw_plot(plot_taylor, plot_path, result)
+        return Report((render.taylor(result),), (result.passed,))
 
     run(output_format, compute)

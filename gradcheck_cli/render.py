@@ -7,12 +7,13 @@ the sections in the requested format. Nothing here computes a derivative.
 - ``text``: ``label: key=value ...`` lines in the chapter's number formats
   (``{:.12}`` for values, slopes and gradients, ``{:.17e}`` for requested
   steps, spacings and weights, ``{:.12e}`` for errors and tolerances, ``{:?}``
-  for lists, ``pass=true|false``); no colour, stable for golden diffs.
+  for probe points and lists, ``pass=true|false``); no colour, stable for
+  golden diffs.
 - ``json``: one strict JSON document, ``{section key: to_dict() of its
   results}``, written by :func:`write_json` and nothing else.
 - ``table``: rich tables for people. This is the only module that imports
-  rich, and only inside the table functions, so text and JSON output never
-  pay for it.
+  rich, and only inside the table functions (and :class:`ProgressBar`), so
+  text and JSON output never pay for it.
 """
 
 import math
@@ -43,6 +44,12 @@ __all__ = [
     "nll",
     "sample",
     "rejected",
+    "check",
+    "problem_step_advice",
+    "step_advice",
+    "taylor",
+    "write_interrupted",
+    "ProgressBar",
 ]
 
 FORMATS = ("text", "json", "table")
@@ -107,6 +114,15 @@ def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
         write_json({"error": error}, stdout)
 
 
+#: What an interrupted command (Ctrl-C) prints on stderr, whatever the output format.
+INTERRUPTED = "Error: interrupted"
+
+
+def write_interrupted(stderr=None) -> None:
+    """Report Ctrl-C: one line on stderr; stdout gets nothing, not even a partial result."""
+    (sys.stderr if stderr is None else stderr).write(INTERRUPTED + "\n")
+
+
 # ------------------------------------------------------------- text lines
 
 
@@ -139,7 +155,9 @@ def difference_lines(label: str, difference) -> list:
         f"left_slope={_value(d.left_slope)} right_slope={_value(d.right_slope)} "
         f"left_weight={_spacing(d.left_weight)} right_weight={_spacing(d.right_weight)} "
         f"numerical={_value(d.derivative)}",
-        f"{label} probes: theta_minus={_value(d.minus_point)} theta_plus={_value(d.plus_point)} stencil={d.stencil}",
+        # {:?}, not {:.12}: the probes are where the rounding shows (1.0000000000000002 is not 1.0).
+        f"{label} probes: theta_minus={rust_debug(d.minus_point)} theta_plus={rust_debug(d.plus_point)} "
+        f"stencil={d.stencil}",
     ]
 
 
@@ -221,6 +239,120 @@ def _nll_lines(example) -> list:
 
 def _rejected_lines(errors) -> list:
     return [f"rejected {request}: {error}" for request, error in errors.items()]
+
+
+def _names(names) -> str:
+    """Names as Rust's ``{:?}`` prints a Vec<String>: ``["W1", "b1"]``."""
+    return "[" + ", ".join(f'"{name}"' for name in names) + "]"
+
+
+def _coordinate_label(name: str, coordinate) -> str:
+    """``W1[0, 3]``: how the library's purity messages name a coordinate."""
+    return f"{name}{rust_list(coordinate)}"
+
+
+def _coordinate_verdict(record) -> str:
+    if not record.kink.suspected:
+        return record.verdict
+    if record.kink.analytic_between_slopes:
+        return f"{record.verdict}, analytic between the one-sided slopes (consistent with a subgradient)"
+    return f"{record.verdict}, analytic outside the one-sided slopes"
+
+
+def _purity_line(label: str, purity) -> str:
+    return f"{label}: pure={_bool(purity.pure)} compared={purity.compared}; {purity.message}"
+
+
+def _parameter_line(parameter) -> str:
+    selection = f"selection={parameter.selection}"
+    if parameter.requested_samples is not None:
+        selection += f" requested_samples={parameter.requested_samples}"
+    step = "default" if parameter.step is None else _spacing(parameter.step)
+    return (
+        f"parameter {parameter.name}: dtype={parameter.dtype} shape={rust_list(parameter.shape)} {selection} "
+        f"step={step} tolerance={_error(parameter.tolerance)} kink_tolerance={_error(parameter.kink_tolerance)}"
+    )
+
+
+def _check_lines(report) -> list:
+    lines = []
+    for parameter in report.parameters:
+        lines.append(_parameter_line(parameter))
+        for record in parameter.checks:
+            label = _coordinate_label(parameter.name, record.coordinate)
+            lines += check_lines(label, record)
+            if record.kink.suspected:
+                lines.append(slopes_line(f"{label} one-sided slopes", record.kink.slopes))
+            lines.append(f"{label} verdict: {_coordinate_verdict(record)}")
+        failed = sum(1 for record in parameter.checks if not record.passed)
+        lines.append(_purity_line(f"{parameter.name} purity", parameter.purity))
+        lines.append(
+            f"{parameter.name} check: checked={len(parameter.checks)} failed={failed} pass={_bool(parameter.passed)}"
+        )
+    lines.append(_purity_line("purity across parameters", report.purity))
+    lines.append(
+        f"check: checked={report.checked} failed={report.failed} "
+        f"failing_parameters={_names(report.failing_parameters)} pass={_bool(report.passed)}"
+    )
+    return lines
+
+
+def _advice_line(label: str, advice, coordinate=None) -> str:
+    """A StepAdvice's verdict on one line (``coordinate`` for a tensor coordinate's advice)."""
+    where = "" if coordinate is None else f"coordinate={rust_list(coordinate)} "
+    return (
+        f"{label}: {where}point={_value(advice.point)} dtype={advice.dtype} "
+        f"advised_step={_spacing(advice.advised_step)} derivative={_value(advice.derivative)} "
+        f"estimated_error={_error(advice.estimated_error)} "
+        f"scaled_estimated_error={_error(advice.scaled_estimated_error)} "
+        f"advised_at_edge={_bool(advice.advised_at_edge)} deterministic={_bool(advice.deterministic)}"
+    )
+
+
+def _step_advice_lines(label: str, advice) -> list:
+    lines = []
+    for number, estimate in enumerate(advice.estimates, start=1):
+        step_label = f"{label} step {number}"
+        lines += difference_lines(step_label, estimate.difference)
+        lines.append(
+            f"{step_label} estimate: truncation_estimate={_error(estimate.truncation_estimate)} "
+            f"rounding_floor={_error(estimate.rounding_floor)} estimated_error={_error(estimate.estimated_error)} "
+            f"scaled_estimated_error={_error(estimate.scaled_estimated_error)} regime={estimate.regime}"
+        )
+    for rejected in advice.rejected:
+        lines.append(f"{label} rejected step: requested_h={_spacing(rejected.requested_step)} error={rejected.error}")
+    lines.append(_advice_line(label, advice))
+    return lines
+
+
+def _problem_step_advice_lines(problem_advice) -> list:
+    return [
+        _advice_line(f"step advice {record.name}", record.advice, record.coordinate)
+        for record in problem_advice.parameters
+    ]
+
+
+def _taylor_lines(result) -> list:
+    lines = [
+        f"taylor: parameters={_names(result.parameters)} dtypes={_names(result.dtypes)} "
+        f"direction={result.direction} seed={result.seed} center_value={_value(result.center_value)} "
+        f"directional_derivative={_value(result.directional_derivative)} epsilon={_error(result.epsilon)}"
+    ]
+    for number, point in enumerate(result.points, start=1):
+        lines.append(
+            f"taylor step {number}: step={_spacing(point.step)} displacement_norm={_spacing(point.displacement_norm)} "
+            f"value={_value(point.value)} linear_term={_error(point.linear_term)} "
+            f"remainder={_error(point.remainder)} rounding_floor={_error(point.rounding_floor)} "
+            f"state={point.state} usable={_bool(point.usable)} in_fit={_bool(point.in_fit)}"
+        )
+    lines += [
+        f"taylor fit: fit_points={result.fit_points} order={_value(result.order)} "
+        f"pass_order={_value(result.pass_order)} fail_order={_value(result.fail_order)} "
+        f"rounding_margin={_value(result.rounding_margin)} detection_limit={_error(result.detection_limit)} "
+        f"deterministic={_bool(result.deterministic)}",
+        f"taylor verdict: {result.verdict} ({result.reason}) pass={_bool(result.passed)}",
+    ]
+    return lines
 
 
 # ----------------------------------------------------------------- tables
@@ -367,7 +499,20 @@ def _kink_table(diagnostic):
     )
 
 
-def _scan_table(records):
+def _scan_table(records, advice=None):
+    from .plotting import scan_text_chart
+
+    key = "● scaled error (analytic)"
+    if advice is not None:
+        key += "   ○ estimated error (no analytic)   ◆ advised step"
+    return _group(_scan_records_table(records), _chart(scan_text_chart(records, advice), key))
+
+
+def _chart(chart: str, key: str):
+    return _group(_text(chart), _text(key, "dim"), _text(""))
+
+
+def _scan_records_table(records):
     title = "Step scan of g(θ) = θ³ − 2θ"
     if records:
         first = records[0].check
@@ -430,6 +575,147 @@ def _nll_table(example):
     return table
 
 
+def _coordinate_verdict_cell(record):
+    if not record.kink.suspected:
+        return _text(record.verdict, None if record.passed else "red")
+    where = "between" if record.kink.analytic_between_slopes else "outside"
+    return _text(f"kink, {where} slopes", "yellow")
+
+
+def _parameter_table(parameter):
+    if parameter.selection == "sampled":
+        selection = f"{len(parameter.checks)} sampled coordinates (R = {parameter.requested_samples})"
+    else:
+        selection = f"{len(parameter.checks)} coordinates ({parameter.selection})"
+    step = "ε^(1/3)·max(1, |θ|)" if parameter.step is None else rust_debug(parameter.step)
+    table = _table(
+        f"{parameter.name}: {parameter.dtype} {rust_list(parameter.shape)}, {selection}, step {step}, "
+        f"tolerance {compact_scientific(parameter.tolerance)}",
+        "coordinate",
+        "analytic",
+        "numerical",
+        "scaled error",
+        "actual h₋ / h₊",
+        "pass",
+        "verdict",
+        caption=f"Center values: {parameter.purity.message}.",
+    )
+    for record in parameter.checks:
+        d, c = record.difference, record.comparison
+        table.add_row(
+            rust_list(record.coordinate),
+            _short(c.analytic),
+            _short(c.numerical),
+            compact_scientific(c.scaled_error),
+            _spacings(d.minus_spacing, d.plus_spacing),
+            _verdict(record.passed),
+            _coordinate_verdict_cell(record),
+        )
+    return table
+
+
+def _check_table(report):
+    if report.passed:
+        summary = _text(f"✓ all {report.checked} coordinates passed", "bold green")
+    else:
+        failing = ", ".join(report.failing_parameters) or "purity across parameters"
+        summary = _text(f"✗ {report.failed} of {report.checked} coordinates did not pass: {failing}", "bold red")
+    notes = [_text(f"Across parameters: {report.purity.message}.")]
+    notes += [_text(purity.message, "bold red") for purity in report.impurities()]
+    return _group(*(_parameter_table(parameter) for parameter in report.parameters), *notes, summary)
+
+
+def _step_estimates_table(title: str, advice):
+    table = _table(
+        title,
+        "requested h",
+        "numerical",
+        "truncation est.",
+        "rounding floor",
+        "scaled est. error",
+        "regime",
+        caption=(
+            f"Advised h = {rust_debug(advice.advised_step)}: numerical {_short(advice.derivative)}, "
+            f"estimated scaled error {compact_scientific(advice.scaled_estimated_error)}"
+            + (" (at the edge of the steps tried)" if advice.advised_at_edge else "")
+            + ("" if advice.deterministic else "; the center values differ: the objective is not deterministic")
+            + ". No analytic value is used."
+        ),
+    )
+    for estimate in advice.estimates:
+        table.add_row(
+            compact_scientific(estimate.requested_step),
+            _short(estimate.difference.derivative),
+            compact_scientific(estimate.truncation_estimate),
+            compact_scientific(estimate.rounding_floor),
+            compact_scientific(estimate.scaled_estimated_error),
+            _text(estimate.regime, "bold" if estimate.regime == "advised" else None),
+        )
+    for rejected in advice.rejected:
+        table.add_row(compact_scientific(rejected.requested_step), "", "", "", "", _text(f"rejected: {rejected.error}"))
+    return table
+
+
+def _problem_step_advice_table(problem_advice):
+    table = _table(
+        "Step advice (--step auto): one representative coordinate per parameter",
+        "parameter",
+        "coordinate",
+        "θ",
+        "advised h",
+        "scaled est. error",
+        "at edge",
+        "deterministic",
+    )
+    for record in problem_advice.parameters:
+        advice = record.advice
+        table.add_row(
+            _text(record.name),
+            rust_list(record.coordinate),
+            _short(advice.point),
+            rust_debug(advice.advised_step),
+            compact_scientific(advice.scaled_estimated_error),
+            "yes" if advice.advised_at_edge else "no",
+            _verdict(advice.deterministic),
+        )
+    return table
+
+
+_TAYLOR_CHART_KEY = "· evaluated   ● usable (above 10× the rounding floor)   ◆ fitted"
+
+
+def _taylor_table(result):
+    from .plotting import taylor_text_chart
+
+    verdict_style = {"pass": "bold green", "fail": "bold red"}.get(result.verdict, "bold yellow")
+    table = _table(
+        f"Taylor remainder R(h) = f(x + Δ) − f(x) − g·Δ over {', '.join(result.parameters)} "
+        f"(direction {result.direction}, seed {result.seed})",
+        "h",
+        "‖Δ‖",
+        "|R(h)|",
+        "10·ρ",
+        "usable",
+        "fit",
+        caption="R shrinks like h² when the gradient is right and like h when it is wrong along the direction.",
+    )
+    for point in result.points:
+        evaluated = point.state == "ok"
+        table.add_row(
+            compact_scientific(point.step),
+            compact_scientific(point.displacement_norm),
+            compact_scientific(point.absolute_remainder) if evaluated else _text(point.state),
+            compact_scientific(result.rounding_margin * point.rounding_floor) if evaluated else "",
+            "✓" if point.usable else "",
+            "◆" if point.in_fit else "",
+        )
+    verdict = _text(
+        f"{result.verdict}: {result.reason}, fitted order {_short(result.order)} over {result.fit_points} points",
+        verdict_style,
+    )
+    return _group(table, _chart(taylor_text_chart(result), _TAYLOR_CHART_KEY), verdict)
+
+
 def _rejected_table(errors):
     table = _table("Rejected requests", "request", "error", "message")
     for request, error in errors.items():
@@ -463,10 +749,10 @@ def kink(diagnostic) -> Section:
     return Section("kink", diagnostic, lambda: _kink_lines(diagnostic), lambda: _kink_table(diagnostic))
 
 
-def scan(records: Sequence) -> Section:
-    """StepScanRecords, each with its error regime."""
+def scan(records: Sequence, advice=None) -> Section:
+    """StepScanRecords, each with its error regime; the table's chart also shows ``advice`` if given."""
     records = list(records)
-    return Section("scan", records, lambda: _scan_lines(records), lambda: _scan_table(records))
+    return Section("scan", records, lambda: _scan_lines(records), lambda: _scan_table(records, advice))
 
 
 def nll(example) -> Section:
@@ -484,3 +770,93 @@ def rejected(errors: Mapping[str, Exception]) -> Section:
     """Rejected requests: request name → the GradCheckError it raised."""
     errors = dict(errors)
     return Section("rejected", errors, lambda: _rejected_lines(errors), lambda: _rejected_table(errors))
+
+
+def check(report) -> Section:
+    """A GradientCheckReport: every coordinate's records and verdict, purity, and the summary."""
+    return Section("check", report, lambda: _check_lines(report), lambda: _check_table(report))
+
+
+def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:
+    """A StepAdvice: every requested step's estimate and regime, then the advised step."""
+    return Section(key, advice, lambda: _step_advice_lines(key, advice), lambda: _step_estimates_table(title, advice))
+
+
+def problem_step_advice(problem_advice) -> Section:
+    """A ProblemStepAdvice (``check --step auto``): one line per parameter."""
+    return Section(
+        "step_advice",
+        problem_advice,
+        lambda: _problem_step_advice_lines(problem_advice),
+        lambda: _problem_step_advice_table(problem_advice),
+    )
+
+
+def taylor(result) -> Section:
+    """A TaylorResult: the setting, every step's remainder, the fit and the verdict."""
+    return Section("taylor", result, lambda: _taylor_lines(result), lambda: _taylor_table(result))
+
+
+# ------------------------------------------------------------ progress bar
+
+#: A check shows its progress bar only once it has run this long (seconds).
+PROGRESS_DELAY = 1.0
+
+
+class ProgressBar:
+    """``progress(done, total)`` for :func:`~gradcheck_cli.check.check_gradients`: a bar on stderr.
+
+    Drawn only when ``stream`` is a terminal, and only once ``delay``
+    seconds have passed since the bar was created, so a quick check (and any
+    redirected run) prints nothing. rich is imported when the bar first
+    appears. Use as a context manager, so the bar is removed whatever
+    happens (Ctrl-C included).
+    """
+
+    def __init__(self, description: str, stream=None, delay: float = PROGRESS_DELAY, clock=None):
+        import time
+
+        self.stream = sys.stderr if stream is None else stream
+        self.description, self.delay = description, delay
+        self.clock = time.monotonic if clock is None else clock
+        self.started = self.clock()
+        self.interactive = getattr(self.stream, "isatty", lambda: False)()
+        self.bar, self.task = None, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if not self.interactive or self.clock() - self.started < self.delay:
+                return
+            self._start(done, total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def _start(self, done: int, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = Console(file=self.stream, highlight=False, emoji=False, markup=False)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self.task = self.bar.add_task(self.description, total=total, completed=done)
+        self.bar.start()
+
+    def close(self) -> None:
+        """Remove the bar, if it was ever drawn."""
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False

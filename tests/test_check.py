@@ -129,6 +129,65 @@ def test_explicit_step_tolerance_and_kink_tolerance_apply_to_every_coordinate():
     assert {record.kink.slopes.tolerance for record in check.checks} == {0.5}
 
 
+def test_a_step_mapping_sets_each_parameters_step_and_leaves_the_others_at_the_default():
+    # What `gradcheck check --step auto` passes: one advised step per parameter name.
+    weights, bias = np.array([0.5, -3.0, 20.0]), np.array([[2.0, -1.0]])
+    report = check_gradients(
+        sum_of_squares, {"w": weights, "b": bias}, {"w": 2 * weights, "b": 2 * bias}, step={"w": 1e-4}
+    )
+    w, b = report.parameters
+    assert (w.step, b.step) == (1e-4, None)
+    assert [record.difference.requested_step for record in w.checks] == [1e-4, 1e-4, 1e-4]
+    # Unlisted: the float64 default ε^(1/3)·max(1, |θ|) at θ = 2 and θ = -1.
+    assert [record.difference.requested_step for record in b.checks] == [FLOAT64.step_factor * 2.0, FLOAT64.step_factor]
+    assert report.passed
+
+
+def test_a_kink_tolerance_mapping_is_per_parameter_like_the_step():
+    # f = x² + |y|: at y = 0 the slopes are -1 and 1 whatever the tolerance below 2; x has curvature 2,
+    # so at h = 1e-2 its slopes differ by 2h = 0.02, a "kink" at ε^(1/6) = 2.46e-3 but not at 0.1.
+    def objective(p):
+        return float(p["x"][0] ** 2 + abs(p["y"][0]))
+
+    parameters = {"x": np.array([0.5]), "y": np.array([0.0])}
+    gradients = {"x": np.array([1.0]), "y": np.array([0.0])}
+    at_default = check_gradients(objective, parameters, gradients, step=1e-2)
+    assert [record.verdict for _, record in at_default.failures()] == ["suspected kink", "suspected kink"]
+    matched = check_gradients(objective, parameters, gradients, step=1e-2, kink_tolerance={"x": 0.1})
+    assert [(check.name, check.kink_tolerance) for check in matched.parameters] == [
+        ("x", 0.1),
+        ("y", FLOAT64.kink_tolerance),
+    ]
+    assert [(name, record.verdict) for name, record in matched.failures()] == [("y", "suspected kink")]
+
+
+@pytest.mark.parametrize(
+    "step, point, dtype, expected",
+    [
+        (1e-2, 0.5, "float64", 0.1),  # √(1e-2 / max(1, 0.5))
+        (4e-2, -4.0, "float64", 0.1),  # √(4e-2 / 4)
+        (1e-5, 0.0, "float64", math.sqrt(1e-5)),  # 3.16e-3, just above ε^(1/6) = 2.46e-3
+        (6e-6, 0.0, "float64", FLOAT64.kink_tolerance),  # √6e-6 = 2.45e-3: never tighter than ε^(1/6)
+        (0.25, 1.0, "float32", 0.5),  # float32's ε^(1/6) is 7.0e-2
+        (1e-3, 0.0, "float32", PROBE_DTYPES["float32"].kink_tolerance),
+    ],
+)
+def test_the_kink_tolerance_for_a_step_is_the_midpoint_of_its_curvature_gap_and_a_jump(step, point, dtype, expected):
+    assert gradcheck_cli.check.kink_tolerance_for_step(step, point, dtype) == expected
+
+
+@pytest.mark.parametrize(
+    "step, error_type, message",
+    [
+        ({"v": 1e-4}, UnknownParameter, "parameter 'v' is not one of the problem's parameters ['w']"),
+        ({"w": 0.0}, AtParameter, "parameter 'w': central-difference requested step 0.0 must be positive and finite"),
+        ({1: 1e-4}, InvalidParameterName, "parameter names must be strings, got 1 (int)"),
+    ],
+)
+def test_a_bad_step_mapping_is_refused_before_any_call(step, error_type, message):
+    assert str(refused(error_type, step=step)) == message
+
+
 def test_all_coordinates_in_row_major_order():
     weights = np.arange(6.0).reshape(2, 3)
     report = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights}, samples=ALL_COORDINATES)

@@ -42,7 +42,11 @@ from gradcheck_cli.estimator import scalar_gradient_check
 ROOT = Path(__file__).resolve().parent.parent
 SUBCOMMANDS = sorted(main.commands)
 #: The smallest valid argument list of each subcommand.
-MINIMAL_ARGUMENTS = {"sample": ["--shape", "2,3"]}
+MINIMAL_ARGUMENTS = {
+    "sample": ["--shape", "2,3"],
+    "check": [str(ROOT / "examples" / "mlp.py") + ":problem"],
+    "taylor": [str(ROOT / "examples" / "mlp.py") + ":problem"],
+}
 
 # The chapter's printed demo output, byte for byte.
 CHAPTER_QUADRATIC = (
@@ -112,7 +116,8 @@ def test_quadratic_prints_its_chapter_lines():
     assert result.exit_code == EXIT_OK
     assert lines(result) == [
         CHAPTER_QUADRATIC,
-        "quadratic probes: theta_minus=2.900000000000 theta_plus=3.100000000000 stencil=symmetric",
+        # The probes print as Rust's {:?}: the chapter's figure writes them θ₋ = 2.9 and θ₊ = 3.1.
+        "quadratic probes: theta_minus=2.9 theta_plus=3.1 stencil=symmetric",
         "correct candidate: analytic=6.000000000000 scaled_error=0.000000000000e0 "
         "tolerance=1.000000000000e-6 pass=true",
         CHAPTER_WRONG,
@@ -147,7 +152,8 @@ def test_identity_shows_unequal_spacings_and_an_estimate_of_one():
     assert "requested_h=1.33226762955018780e-16" in first
     assert "actual_h_minus=1.11022302462515654e-16 actual_h_plus=2.22044604925031308e-16" in first
     assert first.endswith("numerical=1.000000000000")
-    assert probes.endswith("stencil=unequal")
+    # fl(1 − h) = 1 − 2⁻⁵³ and fl(1 + h) = 1 + 2⁻⁵²: {:.12} would print both as 1.000000000000.
+    assert probes == "identity probes: theta_minus=0.9999999999999999 theta_plus=1.0000000000000002 stencil=unequal"
     assert candidate.endswith("pass=true")
 
 
@@ -395,6 +401,27 @@ def test_a_malformed_option_with_json_prints_a_command_line_error():
     }
 
 
+@pytest.mark.parametrize(
+    "arguments, option, message",
+    [
+        (["quadratic", "--json", "--stp", "1"], None, "No such option '--stp'. Did you mean '--step'?"),
+        (["kink", "--json", "--step"], None, "Option '--step' requires an argument."),
+        (["check", "--format=json"], "PROBLEM", "Missing argument 'PROBLEM'."),
+    ],
+)
+def test_a_usage_error_found_while_parsing_is_json_too_when_json_is_asked_for(arguments, option, message):
+    # click stops at an unknown option before any option callback runs; the words still ask for JSON.
+    result = invoke(*arguments)
+    assert (result.exit_code, result.stderr) == (EXIT_BAD_INPUT, f"Error: {message}\n")
+    assert _parse_strictly(result.stdout) == {"error": CommandLineError(option=option, problem=message).to_dict()}
+
+
+def test_json_as_the_value_of_another_option_does_not_ask_for_json():
+    result = invoke("kink", "--step", "--json")
+    assert (result.exit_code, result.stdout) == (EXIT_BAD_INPUT, "")
+    assert result.stderr == "Error: Invalid value for '--step': '--json' is not a valid float.\n"
+
+
 def test_a_shape_mismatch_is_rejected_with_both_shapes(tmp_path):
     path = tmp_path / "gradient.json"
     path.write_text("[[0.1, 0.2, 0.3]]")
@@ -587,11 +614,17 @@ def test_tables_colour_verdicts_on_a_terminal_unless_no_color(monkeypatch, no_co
 def test_every_subcommand_has_help(subcommand):
     result = invoke(subcommand, "--help")
     assert result.exit_code == EXIT_OK
-    assert result.stdout.startswith(f"Usage: gradcheck {subcommand} [OPTIONS]\n")
     command = main.commands[subcommand]
+    arguments = [parameter for parameter in command.params if isinstance(parameter, click.Argument)]
+    usage = " ".join(["Usage: gradcheck", subcommand, "[OPTIONS]", *(a.make_metavar(None) for a in arguments)])
+    assert result.stdout.startswith(usage + "\n")
     assert command.help and command.get_short_help_str()
     for parameter in command.params:
-        assert getattr(parameter, "help", None), f"gradcheck {subcommand} {parameter.opts[0]} has no help"
+        if isinstance(parameter, click.Argument):
+            # click arguments carry no help of their own: the command's help explains each one.
+            assert f"{parameter.make_metavar(None)} is " in " ".join(result.stdout.split())
+        else:
+            assert getattr(parameter, "help", None), f"gradcheck {subcommand} {parameter.opts[0]} has no help"
 
 
 @pytest.mark.parametrize("subcommand", SUBCOMMANDS)

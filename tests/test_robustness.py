@@ -18,11 +18,9 @@ Three parts (issue 6, "Robustness"):
    subnormals included).
 3. Ctrl-C: an interrupted ``gradcheck check`` exits 130 with one line.
 
-The ``check`` and ``taylor`` subcommands and ``scan --advise/--plot`` are
-tested when the command line has them (``needs``); until then those cases
-are skipped, never silently passed. Known defects are strict xfails whose
-reason says what happens and what should: each one fails the suite the
-moment it is fixed, so its mark can be removed.
+A known defect may be recorded as a strict xfail whose reason says what
+happens and what should: it fails the suite the moment it is fixed, so its
+mark can be removed.
 """
 
 import json
@@ -64,14 +62,6 @@ def parse_strictly(text):
         raise ValueError(f"non-standard JSON token {token}")
 
     return json.loads(text, parse_constant=reject)
-
-
-def has(command, option=None) -> bool:
-    """Whether ``gradcheck COMMAND`` (with ``option``) is registered."""
-    registered = main.commands.get(command)
-    if registered is None:
-        return False
-    return option is None or any(option in parameter.opts for parameter in registered.params)
 
 
 def kinds_on_chain(error: dict) -> list:
@@ -315,17 +305,14 @@ class Bad:
         return [word.replace("{tmp}", str(directory)) for word in shlex.split(self.command)]
 
 
-def bad(command, phrases, kinds=(), json=True, needs=None, skip=None):
-    """A battery row; ``needs`` is (command, option) that must be registered, else the row is skipped.
+def bad(command, phrases, kinds=(), json=True, skip=None):
+    """A battery row.
 
     ``skip`` is (condition, reason) for a row that does not apply on this platform.
     """
     phrases = (phrases,) if isinstance(phrases, str) else tuple(phrases)
     kinds = frozenset((kinds,) if isinstance(kinds, str) else kinds)
     marks = [] if skip is None else [pytest.mark.skipif(skip[0], reason=skip[1])]
-    if needs is not None and not has(*needs):
-        what = " ".join(part for part in needs if part)
-        marks.append(pytest.mark.skipif(True, reason=f"`gradcheck {what}` is not registered yet"))
     return pytest.param(Bad(command, phrases, kinds, json), id=command, marks=marks)
 
 
@@ -354,7 +341,7 @@ OUTPUT_OPTION_CASES = [
         bad(f"{command}{rest} --format table --json", CONFLICT, CLICK, json=False),
     )
 ] + [
-    bad(f"{command} {{tmp}}/problems.py:problem {flags}", phrase, CLICK, json=False, needs=(command, None))
+    bad(f"{command} {{tmp}}/problems.py:problem {flags}", phrase, CLICK, json=False)
     for command in ("check", "taylor")
     for flags, phrase in [("--format bogus", BOGUS_FORMAT), ("--format table --json", CONFLICT)]
 ]
@@ -413,14 +400,13 @@ SCAN_CASES = [
         "minus perturbation from point 1e308 by step 1.0 rounds back to the point",
         "PerturbationUnchanged",
     ),
-    bad("scan --advise --point nan", "gradient-check point NaN must be finite", POINT, needs=("scan", "--advise")),
+    bad("scan --advise --point nan", "gradient-check point NaN must be finite", POINT),
     bad(
         "scan --plot {tmp}/scan.txt",
         "must end in .png or .svg",
         "UnsupportedPlotFormat",
-        needs=("scan", "--plot"),
     ),
-    bad("scan --plot {tmp}/no-such-directory/scan.png", "no-such-directory", (), needs=("scan", "--plot")),
+    bad("scan --plot {tmp}/no-such-directory/scan.png", "no-such-directory", ()),
 ]
 
 SAMPLE_CASES = [
@@ -561,29 +547,27 @@ PROBLEM_REFERENCES = [
 
 def _problem_cases(command):
     cases = [
-        bad(f"{command} {{tmp}}/problems.py:{function}", phrases, check_kinds if command == "check" else taylor_kinds,
-            needs=(command, None))
+        bad(f"{command} {{tmp}}/problems.py:{function}", phrases, check_kinds if command == "check" else taylor_kinds)
         for function, phrases, check_kinds, taylor_kinds in PROBLEM_FUNCTIONS
     ]
-    cases += [bad(f"{command} {reference}", phrase, kind, needs=(command, None))
+    cases += [bad(f"{command} {reference}", phrase, kind)
               for reference, phrase, kind in PROBLEM_REFERENCES]
-    cases.append(bad(f"{command}", "Missing argument", CLICK, needs=(command, None)))
+    cases.append(bad(f"{command}", "Missing argument", CLICK))
     cases.append(bad(f"{command} {{tmp}}/problems.py:problem --param nope",
-                     "parameter 'nope' is not one of the problem's parameters ['w']", "UnknownParameter",
-                     needs=(command, None)))
+                     "parameter 'nope' is not one of the problem's parameters ['w']", "UnknownParameter"))
     return cases
 
 
 GOOD = "{tmp}/problems.py:problem"
 CHECK_CASES = _problem_cases("check") + [
-    bad(f"check {{tmp}}/problems.py:{function}", phrases, kinds, needs=("check", None))
+    bad(f"check {{tmp}}/problems.py:{function}", phrases, kinds)
     for function, phrases, kinds in [
         ("extra_gradient", "analytic gradient 'v' names no parameter of the problem", "UnexpectedGradient"),
         ("empty_parameter", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
         ("nan_parameters_masked", ("at coordinate [1]", "point NaN must be finite"), "NonFinitePoint"),
     ]
 ] + [
-    bad(f"check {GOOD} {options}", phrases, kinds, needs=("check", None))
+    bad(f"check {GOOD} {options}", phrases, kinds)
     for options, phrases, kinds in [
         ("--samples 0", "sample", (CLICK, "ZeroSamples")),
         ("--samples=-3", ("sample", "-3"), (CLICK, "InvalidSamples")),
@@ -605,14 +589,11 @@ CHECK_CASES = _problem_cases("check") + [
 
 TAYLOR_CASES = _problem_cases("taylor") + [
     bad("taylor {tmp}/problems.py:empty_parameter", "Taylor-test direction norm 0.0 must be positive and finite",
-        "ZeroDirection", needs=("taylor", None)),
-    bad(f"taylor {GOOD} --seed x", "Invalid value for '--seed': 'x' is not a valid integer.", CLICK,
-        needs=("taylor", None)),
-    bad(f"taylor {GOOD} --seed 1.5", "'1.5' is not a valid integer", CLICK, needs=("taylor", None)),
-    bad(f"taylor {GOOD} --plot {{tmp}}/taylor.txt", "must end in .png or .svg", "UnsupportedPlotFormat",
-        needs=("taylor", "--plot")),
-    bad(f"taylor {GOOD} --plot {{tmp}}/no-such-directory/taylor.svg", "no-such-directory", (),
-        needs=("taylor", "--plot")),
+        "ZeroDirection"),
+    bad(f"taylor {GOOD} --seed x", "Invalid value for '--seed': 'x' is not a valid integer.", CLICK),
+    bad(f"taylor {GOOD} --seed 1.5", "'1.5' is not a valid integer", CLICK),
+    bad(f"taylor {GOOD} --plot {{tmp}}/taylor.txt", "must end in .png or .svg", "UnsupportedPlotFormat"),
+    bad(f"taylor {GOOD} --plot {{tmp}}/no-such-directory/taylor.svg", "no-such-directory", ()),
 ]
 
 BATTERY = OUTPUT_OPTION_CASES + SCALAR_CASES + SCAN_CASES + SAMPLE_CASES + NLL_CASES + CHECK_CASES + TAYLOR_CASES
@@ -659,7 +640,6 @@ def test_bad_input_with_json_prints_one_strict_error_document(case, bad_files):
     assert result.stdout == json.dumps(document, indent=2, allow_nan=False) + "\n"
 
 
-@pytest.mark.skipif(not has("taylor"), reason="`gradcheck taylor` is not registered yet")
 def test_taylor_rejects_a_nan_parameter_the_objective_never_sees(bad_files):
     result = invoke(["taylor", f"{bad_files}/problems.py:nan_parameters_masked"])
     assert result.exit_code == EXIT_BAD_INPUT, (result.exit_code, result.stderr)
@@ -671,36 +651,19 @@ def test_taylor_rejects_a_nan_parameter_the_objective_never_sees(bad_files):
 @pytest.mark.parametrize(
     "function, phrase",
     [
-        pytest.param(
-            "objective_exits",
-            "SystemExit",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="defect: cli.objective_errors catches Exception only, so an objective that raises "
-                "SystemExit(3) ends gradcheck with exit status 3 and no message at all",
-            ),
-        ),
+        ("objective_exits", "SystemExit"),
         ("objective_unprintable", "Unprintable"),
         ("unprintable", "Unprintable"),
     ],
 )
 def test_an_objective_or_problem_that_fails_oddly_is_still_one_line(bad_files, command, function, phrase):
-    if not has(command):
-        pytest.skip(f"`gradcheck {command}` is not registered yet")
     result = invoke([command, f"{bad_files}/problems.py:{function}"])
     assert result.exit_code == EXIT_BAD_INPUT, (result.exit_code, result.stderr)
     assert phrase in only_error_line(result)
 
 
 @pytest.mark.parametrize("command", ["check", "taylor"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap: an objective that prints writes into stdout between gradcheck's results, so "
-    "--json output is no longer one JSON document (the objective's stdout could go to stderr)",
-)
 def test_an_objective_that_prints_does_not_break_the_json_document(bad_files, command):
-    if not has(command):
-        pytest.skip(f"`gradcheck {command}` is not registered yet")
     result = invoke([command, f"{bad_files}/problems.py:chatty_objective", "--json"])
     assert result.exit_code == 0
     assert list(parse_strictly(result.stdout)) == [command]
@@ -722,11 +685,6 @@ def test_a_parse_time_usage_error_is_one_line_and_exit_2(arguments, message):
     assert only_error_line(result) == message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: a usage error found while parsing (unknown option, option without its value) "
-    "ignores --json: stdout is empty instead of {'error': CommandLineError.to_dict()}",
-)
 @pytest.mark.parametrize("arguments, message", PARSE_TIME_USAGE_ERRORS)
 def test_a_parse_time_usage_error_with_json_prints_a_json_error(arguments, message):
     document = parse_strictly(invoke(arguments).stdout)
@@ -824,11 +782,9 @@ def interrupted_check(tmp_path_factory):
 
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process needs POSIX")
-needs_check = pytest.mark.skipif(not has("check"), reason="`gradcheck check` is not registered yet")
 
 
 @posix_only
-@needs_check
 def test_ctrl_c_during_a_check_exits_130_with_one_line(interrupted_check):
     status, stdout, stderr = interrupted_check
     assert status == EXIT_INTERRUPTED, (status, stderr)

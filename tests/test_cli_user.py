@@ -1,0 +1,977 @@
+"""`gradcheck check`, `gradcheck taylor`, `scan --advise` and `--plot`: the commands for a user's own code.
+
+Every run goes through click's CliRunner with stdout and stderr kept apart,
+except the Ctrl-C tests, which need a real process and a real SIGINT.
+Expected output is computed by calling the library on the same problem
+(``load_problem`` + ``check_problem`` / ``taylor_test`` / ``advise_step``),
+never copied from the command's own output.
+"""
+
+import io
+import json
+import os
+import re
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradcheck_cli import chapter, check, render, taylor
+from gradcheck_cli.advice import advise_problem_steps, advise_step
+from gradcheck_cli.check import check_problem
+from gradcheck_cli.cli import (
+    CHECK_SAMPLES,
+    EXIT_BAD_INPUT,
+    EXIT_CANDIDATE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    TAYLOR_SEED,
+    ObjectiveRaised,
+    main,
+)
+from gradcheck_cli.problem import load_problem
+from gradcheck_cli.taylor import taylor_test
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+MLP = f"{EXAMPLES / 'mlp.py'}:problem"
+WRONG_MLP = f"{EXAMPLES / 'mlp.py'}:wrong_problem"
+ATTENTION = f"{EXAMPLES / 'attention.py'}:problem"
+WRONG_ATTENTION = f"{EXAMPLES / 'attention.py'}:wrong_problem"
+MLP_FLOAT32 = f"{EXAMPLES / 'mlp_float32.py'}:problem"
+WRONG_MLP_FLOAT32 = f"{EXAMPLES / 'mlp_float32.py'}:wrong_problem"
+
+
+def invoke(*arguments, env=None):
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None, **(env or {})})
+    return runner.invoke(main, list(arguments), prog_name="gradcheck", catch_exceptions=False)
+
+
+def lines(result):
+    return result.stdout.splitlines()
+
+
+def parse_strictly(text):
+    def reject(token):
+        raise ValueError(f"non-strict JSON token {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def assert_one_line_error(result, message, json_error=None):
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr == f"Error: {message}\n"
+    assert "Traceback" not in result.stdout + result.stderr
+    if json_error is None:
+        assert result.stdout == ""
+    else:
+        assert parse_strictly(result.stdout) == {"error": json_error}
+
+
+def write_problem(directory: Path, source: str, name: str = "problem.py") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+# A problem file with every way a user's problem can go wrong, one function each.
+PROBLEMS = """
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+
+def squares(w):
+    return float(np.sum(w["w"] ** 2))
+
+
+def correct():
+    w = np.array([0.5, -1.5, 2.0])
+    return GradientProblem(squares, {"w": w}, {"w": 2 * w})
+
+
+def as_tuple():
+    w = np.array([0.5, -1.5, 2.0])
+    return squares, {"w": w}, {"w": 2 * w}
+
+
+def off_by_one():
+    w = np.array([0.5, -1.5, 2.0])
+    return GradientProblem(squares, {"w": w}, {"w": 2 * w + np.array([0.0, 1.0, 0.0])})
+
+
+def corner():
+    # |w₀| + (w₁ − 1)² at (0, 1): at w₀ the symmetric estimate is 0, so the analytic 0 "agrees"
+    # (the chapter's false pass), but the one-sided slopes are exactly -1 and 1; w₁ is smooth.
+    w = np.array([0.0, 1.0])
+    return GradientProblem(lambda p: float(abs(p["w"][0]) + (p["w"][1] - 1.0) ** 2), {"w": w}, {"w": np.zeros(2)})
+
+
+def stateful():
+    w = np.array([0.5, -1.5, 2.0])
+    calls = []
+
+    def objective(p):
+        calls.append(1)
+        return squares(p) + 1e-9 * len(calls)
+
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+
+
+def step_function():
+    # sign(w) at 0 jumps at every step h > 0: the Taylor remainder does not shrink, so no verdict.
+    w = np.zeros(2)
+    return GradientProblem(lambda p: float(np.sum(np.sign(p["w"]))), {"w": w}, {"w": np.zeros(2)})
+
+
+def raising():
+    w = np.array([0.5, -1.5, 2.0])
+
+    def objective(p):
+        if p["w"][0] != 0.5:
+            raise ZeroDivisionError("no probes, please")
+        return squares(p)
+
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+
+
+def broken():
+    raise RuntimeError("cannot build the model")
+
+
+def not_a_problem():
+    return 42
+
+
+def shape_mismatch():
+    w = np.ones(3)
+    return GradientProblem(squares, {"w": w}, {"w": np.ones((1, 3))})
+
+
+def integers():
+    w = np.arange(3)
+    return GradientProblem(squares, {"w": w}, {"w": 2 * w})
+
+
+def nan_parameter():
+    w = np.array([0.5, np.nan])
+    return GradientProblem(squares, {"w": w}, {"w": 2 * w})
+
+
+def nan_objective():
+    w = np.array([0.5, -1.5])
+    return GradientProblem(lambda p: float("nan"), {"w": w}, {"w": 2 * w})
+
+
+def exits():
+    w = np.array([0.5, -1.5])
+
+    def objective(p):
+        raise SystemExit(3)
+
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("cannot be described")
+
+
+def unprintable():
+    w = np.array([0.5, -1.5])
+
+    def objective(p):
+        raise Unprintable()
+
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+
+
+def chatty():
+    print("building the model")
+    w = np.array([0.5, -1.5, 2.0])
+
+    def objective(p):
+        print("loss computed")
+        return squares(p)
+
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+
+
+not_callable = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory):
+    """``reference("correct")`` → ``"<dir>/problems.py:correct"``."""
+    path = write_problem(tmp_path_factory.mktemp("problems"), PROBLEMS, "problems.py")
+    return lambda function: f"{path}:{function}"
+
+
+# ------------------------------------------------------------------- check
+
+
+@pytest.mark.parametrize(
+    "reference, status, failing",
+    [
+        (MLP, EXIT_OK, []),
+        (WRONG_MLP, EXIT_CANDIDATE_FAILED, ["W2"]),
+        (ATTENTION, EXIT_OK, []),
+        (WRONG_ATTENTION, EXIT_CANDIDATE_FAILED, ["X", "gamma", "beta", "Wk"]),
+        (MLP_FLOAT32, EXIT_OK, []),
+        (WRONG_MLP_FLOAT32, EXIT_CANDIDATE_FAILED, ["W2"]),
+    ],
+)
+def test_check_exits_0_or_1_and_names_the_failing_parameters(reference, status, failing):
+    result = invoke("check", reference)
+    assert (result.exit_code, result.stderr) == (status, "")
+    names = "[" + ", ".join(f'"{name}"' for name in failing) + "]"
+    assert lines(result)[-1].startswith("check: checked=")
+    assert f" failing_parameters={names} pass={'true' if status == EXIT_OK else 'false'}" in lines(result)[-1]
+
+
+def test_check_json_is_the_reports_to_dict():
+    expected = check_problem(load_problem(WRONG_MLP))
+    result = invoke("check", WRONG_MLP, "--json")
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
+
+
+def test_check_text_prints_every_coordinate_with_the_shared_renderer():
+    report = check_problem(load_problem(WRONG_MLP))
+    output = lines(invoke("check", WRONG_MLP))
+    for parameter in report.parameters:
+        for record in parameter.checks:
+            label = f"{parameter.name}{render.rust_list(record.coordinate)}"
+            block = [*render.check_lines(label, record), f"{label} verdict: {record.verdict}"]
+            start = output.index(block[0])
+            assert output[start : start + len(block)] == block
+    # W2's analytic gradient is 8× the true one (the batch size): where |analytic| > 1 the scale is
+    # |analytic|, so the scaled error is |8n − n| / |8n| = 1 − 1/8, up to the estimate's own error.
+    candidate = next(line for line in output if line.startswith("W2[0, 0] candidate: analytic=1.11"))
+    scaled_error = float(re.search(r"scaled_error=(\S+)", candidate).group(1))
+    assert scaled_error == pytest.approx(0.875, abs=1e-9)
+    assert output[-1] == 'check: checked=42 failed=16 failing_parameters=["W2"] pass=false'
+
+
+def test_check_prints_a_header_and_purity_per_parameter_and_across(problems):
+    output = lines(invoke("check", problems("correct")))
+    float64_tolerance, float64_kink = "6.055454452393e-6", "2.460783300576e-3"
+    assert output[0] == (
+        "parameter w: dtype=float64 shape=[3] selection=sampled requested_samples=16 step=default "
+        f"tolerance={float64_tolerance} kink_tolerance={float64_kink}"
+    )
+    assert "w purity: pure=true compared=3; all 3 center values are bit-identical" in output
+    assert "w check: checked=3 failed=0 pass=true" in output
+    assert output[-2:] == [
+        "purity across parameters: pure=true compared=1; one center value: nothing to compare",
+        "check: checked=3 failed=0 failing_parameters=[] pass=true",
+    ]
+
+
+def test_check_accepts_the_tuple_form_too(problems):
+    assert invoke("check", problems("as_tuple")).stdout == invoke("check", problems("correct")).stdout
+
+
+def test_a_wrong_coordinate_fails_with_exit_1(problems):
+    result = invoke("check", problems("off_by_one"))
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert "w[1] verdict: failed" in lines(result)
+    assert "w[0] verdict: passed" in lines(result)
+
+
+def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_lies(problems):
+    result = invoke("check", problems("corner"))
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    output = lines(result)
+    # The comparison itself passes (0 against 0): the chapter's false pass, caught by the slopes.
+    assert output[3].startswith("w[0] candidate: analytic=0.000000000000 scaled_error=0.000000000000e0")
+    assert output[3].endswith("pass=true")
+    assert output[4] == (
+        "w[0] one-sided slopes: left=-1.000000000000 right=1.000000000000 scaled_gap=2.000000000000e0 "
+        "tolerance=2.460783300576e-3 consistent=false"
+    )
+    assert output[5] == (
+        "w[0] verdict: suspected kink, analytic between the one-sided slopes (consistent with a subgradient)"
+    )
+    assert output[-1] == 'check: checked=2 failed=1 failing_parameters=["w"] pass=false'
+
+
+def test_a_stateful_objective_fails_the_purity_verdict(problems):
+    result = invoke("check", problems("stateful"))
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    purity = next(line for line in lines(result) if line.startswith("w purity: "))
+    assert purity.startswith("w purity: pure=false compared=3; the objective is nondeterministic or stateful: ")
+    assert " f at w[0] was " in purity and " but f at w[1] was " in purity
+
+
+@pytest.mark.parametrize(
+    "arguments, checked",
+    [
+        (["--samples", "all"], 30 + 6 + 24 + 4),
+        (["--samples", "2"], 2 + 2 + 2 + 2),
+        (["--samples", "all", "--param", "b2", "--param", "W1"], 30 + 4),
+        (["--param", "W2"], 16),
+    ],
+)
+def test_samples_and_param_choose_the_coordinates(arguments, checked):
+    document = parse_strictly(invoke("check", MLP, *arguments, "--json").stdout)
+    assert document["check"]["checked"] == checked
+
+
+def test_param_keeps_the_problems_order_and_the_json_matches_the_library():
+    options = {"samples": "all", "names": ["b2", "b1"]}
+    expected = check_problem(load_problem(MLP), **options)
+    result = invoke("check", MLP, "--samples", "all", "--param", "b2", "--param", "b1", "--json")
+    assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
+    assert [parameter.name for parameter in expected.parameters] == ["b1", "b2"]
+
+
+def test_step_and_tolerance_apply_to_every_coordinate():
+    expected = check_problem(load_problem(WRONG_MLP), step=1e-4, tolerance=1e-9, names=["b2"])
+    result = invoke("check", WRONG_MLP, "--param", "b2", "--step", "1e-4", "--tolerance", "1e-9", "--json")
+    assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
+    assert lines(invoke("check", WRONG_MLP, "--param", "b2", "--step", "1e-4"))[0].startswith(
+        "parameter b2: dtype=float64 shape=[4] selection=sampled requested_samples=16 step=1.00000000000000005e-4 "
+    )
+
+
+def test_step_auto_checks_each_parameter_at_its_advised_step_and_a_matching_kink_tolerance():
+    problem = load_problem(ATTENTION)
+    advice = advise_problem_steps(problem, names=["Wq", "Wv"])
+    kink_tolerances = {
+        record.name: check.kink_tolerance_for_step(record.advice.advised_step, record.advice.point, "float64")
+        for record in advice.parameters
+    }
+    expected = check_problem(
+        load_problem(ATTENTION), step=advice.steps, kink_tolerance=kink_tolerances, names=["Wq", "Wv"], samples=3
+    )
+    result = invoke("check", ATTENTION, "--step", "auto", "--param", "Wq", "--param", "Wv", "--samples", "3", "--json")
+    assert result.exit_code == EXIT_OK
+    document = parse_strictly(result.stdout)
+    assert list(document) == ["step_advice", "check"]
+    assert document == {"step_advice": advice.to_dict(), "check": expected.to_dict()}
+    steps = [(parameter["step"], parameter["kink_tolerance"]) for parameter in document["check"]["parameters"]]
+    assert steps == [(advice.steps[name], kink_tolerances[name]) for name in ("Wq", "Wv")]
+
+
+def test_step_auto_passes_a_parameter_the_loss_is_quadratic_in():
+    # The loss is quadratic in Wv and Wo (no third derivative), so each is advised the largest step
+    # tried (6.2e-3, at the edge); at the default kink tolerance ε^(1/6) = 2.46e-3 its curvature,
+    # |f″|·h, would be taken for a kink. The matched tolerance √h ≈ 0.079 is not.
+    advice = advise_problem_steps(load_problem(ATTENTION), names=["Wv"]).parameters[0].advice
+    assert advice.advised_at_edge and advice.advised_step > 1e-3
+    at_default = check_problem(load_problem(ATTENTION), step={"Wv": advice.advised_step}, names=["Wv"])
+    assert "suspected kink" in {record.verdict for _, record in at_default.failures()}
+    result = invoke("check", ATTENTION, "--step", "auto")
+    assert result.exit_code == EXIT_OK
+
+
+def test_step_auto_prints_one_advice_line_per_parameter_before_the_check():
+    output = lines(invoke("check", MLP, "--step", "auto", "--samples", "1"))
+    advice_lines = [line for line in output if line.startswith("step advice ")]
+    assert [line.split(":")[0] for line in advice_lines] == [f"step advice {name}" for name in ("W1", "b1", "W2", "b2")]
+    assert output[:4] == advice_lines
+    advice = advise_problem_steps(load_problem(MLP)).parameters[2]
+    assert advice_lines[2].startswith(f"step advice W2: coordinate={render.rust_list(advice.coordinate)} point=")
+    assert f" advised_step={render.rust_exp(advice.advice.advised_step, 17)} " in advice_lines[2]
+
+
+def test_the_default_samples_and_seed_are_the_librarys():
+    # The CLI cannot import them at start-up (check.py and taylor.py import numpy).
+    assert CHECK_SAMPLES == check.DEFAULT_SAMPLES
+    assert TAYLOR_SEED == taylor.DEFAULT_SEED
+
+
+def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, monkeypatch):
+    package = tmp_path / "userpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    write_problem(package, PROBLEMS, "model.py")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        result = invoke("check", "userpkg.model:correct")
+    finally:
+        for name in [name for name in sys.modules if name == "userpkg" or name.startswith("userpkg.")]:
+            del sys.modules[name]
+    assert result.exit_code == EXIT_OK
+    assert lines(result)[-1] == "check: checked=3 failed=0 failing_parameters=[] pass=true"
+
+
+# ------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "function, message",
+    [
+        ("no_such_function", "{path} has no function no_such_function"),
+        ("not_callable", "{path}:not_callable must be callable, got int"),
+        ("broken", "{path}:broken() raised RuntimeError: cannot build the model"),
+        (
+            "not_a_problem",
+            "expected a GradientProblem or (objective, parameters, gradients) from {path}:not_a_problem(), "
+            "got a value of type int",
+        ),
+        ("shape_mismatch", "parameter 'w': parameter shape [3] does not match analytic-gradient shape [1, 3]"),
+        ("integers", "parameter 'w': parameters array has dtype int64; expected float64, float32 or bfloat16"),
+        (
+            "nan_parameter",
+            "parameter 'w': gradient check at coordinate [1] failed: gradient-check point NaN must be finite",
+        ),
+        (
+            "nan_objective",
+            "parameter 'w': gradient check at coordinate [0] failed: minus function evaluation returned NaN",
+        ),
+        ("raising", "the objective of {path}:raising raised ZeroDivisionError: no probes, please"),
+    ],
+)
+def test_a_bad_problem_is_one_line_and_exit_2(problems, function, message):
+    reference = problems(function)
+    path = reference.rsplit(":", 1)[0]
+    assert_one_line_error(invoke("check", reference), message.format(path=path))
+
+
+def test_an_exception_from_the_objective_is_a_typed_error_in_json(problems):
+    reference = problems("raising")
+    error = ObjectiveRaised(reference=reference, error="ZeroDivisionError: no probes, please")
+    result = invoke("check", reference, "--json")
+    assert_one_line_error(result, str(error), error.to_dict())
+    assert error.to_dict()["kind"] == "ObjectiveRaised"
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_an_objective_that_exits_or_cannot_describe_its_error_is_still_one_line(problems, command):
+    exits, unprintable = problems("exits"), problems("unprintable")
+    assert_one_line_error(invoke(command, exits), f"the objective of {exits} raised SystemExit: 3")
+    assert_one_line_error(invoke(command, unprintable), f"the objective of {unprintable} raised Unprintable")
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_what_the_users_code_prints_goes_to_stderr_so_json_stays_one_document(problems, command):
+    result = invoke(command, problems("chatty"), "--json")
+    assert result.exit_code == EXIT_OK
+    assert list(parse_strictly(result.stdout)) == [command]
+    assert result.stderr.startswith("building the model\nloss computed\n")
+    assert set(result.stderr.splitlines()) == {"building the model", "loss computed"}
+
+
+def test_an_exception_from_the_objective_during_step_advice_or_taylor_is_the_same_error(problems):
+    reference = problems("raising")
+    message = f"the objective of {reference} raised ZeroDivisionError: no probes, please"
+    assert_one_line_error(invoke("check", reference, "--step", "auto"), message)
+    assert_one_line_error(invoke("taylor", reference), message)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["examples/no_such_file.py:problem"], "problem file examples/no_such_file.py does not exist"),
+        (["no_such_module_anywhere:problem"], "problem module no_such_module_anywhere cannot be found"),
+        (
+            [str(EXAMPLES / "mlp.py")],
+            f"problem '{EXAMPLES / 'mlp.py'}' must be FILE.py:FUNCTION or package.module:FUNCTION",
+        ),
+        ([], "Missing argument 'PROBLEM'."),
+        ([MLP, "--samples", "0"], "Invalid value for '--samples': '0' is neither a positive whole number nor \"all\""),
+        (
+            [MLP, "--samples", "-3"],
+            "Invalid value for '--samples': '-3' is neither a positive whole number nor \"all\"",
+        ),
+        (
+            [MLP, "--samples", "1.5"],
+            "Invalid value for '--samples': '1.5' is neither a positive whole number nor \"all\"",
+        ),
+        (
+            [MLP, "--samples", "ALL"],
+            "Invalid value for '--samples': 'ALL' is neither a positive whole number nor \"all\"",
+        ),
+        ([MLP, "--step", "tiny"], "Invalid value for '--step': 'tiny' is neither a number nor \"auto\""),
+        ([MLP, "--step", "0"], "central-difference requested step 0.0 must be positive and finite"),
+        ([MLP, "--step", "nan"], "central-difference requested step NaN must be positive and finite"),
+        ([MLP, "--tolerance", "-1e-6"], "gradient-check tolerance -1e-6 must be finite and nonnegative"),
+        ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
+        (
+            [MLP, "--step", "auto", "--param", "W3"],
+            "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']",
+        ),
+    ],
+)
+def test_bad_check_input_is_one_line_and_exit_2(arguments, message):
+    assert_one_line_error(invoke("check", *arguments), message)
+
+
+def test_a_bad_step_is_refused_before_the_users_module_runs(tmp_path):
+    marker = tmp_path / "imported"
+    path = write_problem(tmp_path, f"open({str(marker)!r}, 'w').close()\n\ndef problem():\n    pass\n")
+    assert_one_line_error(
+        invoke("check", f"{path}:problem", "--step", "-1"),
+        "central-difference requested step -1.0 must be positive and finite",
+    )
+    assert not marker.exists()
+    invoke("check", f"{path}:problem")
+    assert marker.exists()  # the marker works: the module does run when the options are fine
+
+
+def test_check_with_a_missing_file_and_json_prints_the_error_document():
+    result = invoke("check", "examples/no_such_file.py:problem", "--json")
+    assert_one_line_error(
+        result,
+        "problem file examples/no_such_file.py does not exist",
+        {
+            "kind": "ProblemFileNotFound",
+            "path": "examples/no_such_file.py",
+            "message": "problem file examples/no_such_file.py does not exist",
+        },
+    )
+
+
+# ------------------------------------------------------------------ taylor
+
+
+@pytest.mark.parametrize(
+    "reference, status, verdict",
+    [
+        (MLP, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
+        (WRONG_MLP, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
+        (ATTENTION, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
+        (WRONG_ATTENTION, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
+        (MLP_FLOAT32, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
+        (WRONG_MLP_FLOAT32, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
+    ],
+)
+def test_taylor_passes_correct_examples_and_fails_wrong_ones(reference, status, verdict):
+    result = invoke("taylor", reference)
+    assert (result.exit_code, result.stderr) == (status, "")
+    assert lines(result)[-1] == verdict
+
+
+def test_taylor_json_is_the_results_to_dict():
+    expected = taylor_test(load_problem(WRONG_ATTENTION), names=["Wk"], seed=3)
+    result = invoke("taylor", WRONG_ATTENTION, "--param", "Wk", "--seed", "3", "--json")
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert parse_strictly(result.stdout) == {"taylor": expected.to_dict()}
+
+
+def test_taylor_text_is_the_setting_every_point_the_fit_and_the_verdict():
+    result = taylor_test(load_problem(MLP))
+    output = lines(invoke("taylor", MLP))
+    assert len(output) == 1 + len(result.points) + 2
+    assert output[0].startswith('taylor: parameters=["W1", "b1", "W2", "b2"] dtypes=["float64", "float64", ')
+    assert " direction=splitmix64 seed=0 " in output[0]
+    for number, (line, point) in enumerate(zip(output[1:], result.points), start=1):
+        assert line.startswith(f"taylor step {number}: step={render.rust_exp(point.step, 17)} ")
+        assert line.endswith(
+            f"state={point.state} usable={str(point.usable).lower()} in_fit={str(point.in_fit).lower()}"
+        )
+    assert sum(line.endswith("in_fit=true") for line in output) == result.fit_points == 5
+    assert output[-2].startswith(f"taylor fit: fit_points=5 order={render.rust_fixed(result.order, 12)} ")
+
+
+def test_another_seed_is_another_direction():
+    first, other = (parse_strictly(invoke("taylor", MLP, "--seed", seed, "--json").stdout) for seed in ("0", "1"))
+    assert first["taylor"]["seed"] == 0 and other["taylor"]["seed"] == 1
+    assert first["taylor"]["directional_derivative"] != other["taylor"]["directional_derivative"]
+
+
+def test_an_inconclusive_taylor_verdict_exits_1(problems):
+    result = invoke("taylor", problems("step_function"))
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert lines(result)[-1] == "taylor verdict: inconclusive (remainder does not shrink) pass=false"
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["examples/no_such_file.py:problem"], "problem file examples/no_such_file.py does not exist"),
+        ([f"{EXAMPLES / 'mlp.py'}:no_such_function"], f"{EXAMPLES / 'mlp.py'} has no function no_such_function"),
+        ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
+        ([MLP, "--seed", "one"], "Invalid value for '--seed': 'one' is not a valid integer."),
+        ([MLP, "--plot", "remainder.pdf"], "plot file 'remainder.pdf' must end in .png or .svg"),
+        ([], "Missing argument 'PROBLEM'."),
+    ],
+)
+def test_bad_taylor_input_is_one_line_and_exit_2(arguments, message):
+    assert_one_line_error(invoke("taylor", *arguments), message)
+
+
+# ------------------------------------------------------------ scan --advise
+
+
+def test_scan_advise_adds_the_advice_to_json():
+    result = invoke("scan", "--advise", "--json")
+    assert result.exit_code == EXIT_OK
+    assert parse_strictly(result.stdout) == {
+        "scan": [record.to_dict() for record in chapter.cubic_step_scan()],
+        "advice": advise_step(chapter.CUBIC_POINT, chapter.cubic).to_dict(),
+    }
+
+
+def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
+    advice = advise_step(chapter.CUBIC_POINT, chapter.cubic)
+    output = lines(invoke("scan", "--advise"))
+    assert output[: 6 * 4] == lines(invoke("scan"))
+    estimates = [line for line in output if re.match(r"advice step \d+ estimate: ", line)]
+    assert [line.rsplit("regime=", 1)[1] for line in estimates] == [estimate.regime for estimate in advice.estimates]
+    assert [line.rsplit("regime=", 1)[1] for line in estimates].count("advised") == 1
+    assert output[-1].startswith("advice: point=1.500000000000 dtype=float64 ")
+    assert f" advised_step={render.rust_exp(advice.advised_step, 17)} " in output[-1]
+    assert output[-1].endswith(" advised_at_edge=false deterministic=true")
+
+
+def test_scan_advise_at_another_point_advises_there():
+    document = parse_strictly(invoke("scan", "--point", "-0.5", "--advise", "--json").stdout)
+    assert document["advice"] == advise_step(-0.5, chapter.cubic).to_dict()
+
+
+# ------------------------------------------------------------------ tables
+
+
+def test_the_check_table_has_one_table_per_parameter_and_the_summary():
+    table = invoke("check", WRONG_MLP, "--format", "table").stdout
+    for name, shape in (("W1", "[5, 6]"), ("b1", "[6]"), ("W2", "[6, 4]"), ("b2", "[4]")):
+        assert f"{name}: float64 {shape}, " in table
+    assert table.count("✗") == 16 + 1  # W2's failing coordinates, then the summary line
+    assert "✗ 16 of 42 coordinates did not pass: W2" in table
+    assert "8.75×10⁻¹" in table
+
+
+def test_the_check_table_marks_a_kink(problems):
+    assert "kink, between slopes" in invoke("check", problems("corner"), "--format", "table").stdout
+
+
+def test_the_step_auto_table_shows_the_advice():
+    table = invoke("check", MLP, "--step", "auto", "--samples", "1", "--format", "table").stdout
+    assert "Step advice (--step auto)" in table
+
+
+def test_the_taylor_table_has_the_points_the_chart_and_the_verdict():
+    table = invoke("taylor", WRONG_MLP, "--format", "table").stdout
+    assert "◆" in table and "● usable" in table and "┤" in table
+    verdict = re.fullmatch(r"fail: first order, fitted order (\S+) over 5 points", table.rstrip().splitlines()[-1])
+    assert abs(float(verdict.group(1)) - 1.0) < 0.25  # the library's fail band, 0.75 to 1.25
+
+
+def test_the_scan_table_shows_the_text_chart_with_the_advice():
+    plain = invoke("scan", "--format", "table").stdout
+    advised = invoke("scan", "--advise", "--format", "table").stdout
+    assert "●" in plain and "┤" in plain and "◆" not in plain.split("● scaled error")[0]
+    assert "○" in advised and "◆" in advised and "Step advice for g(θ) = θ³ − 2θ" in advised
+
+
+# ------------------------------------------------------------------- plots
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_image(path: Path, suffix: str):
+    data = path.read_bytes()
+    if suffix == ".png":
+        assert data.startswith(PNG_SIGNATURE) and data[12:16] == b"IHDR"
+    else:
+        assert ElementTree.fromstring(data).tag == "{http://www.w3.org/2000/svg}svg"
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_scan_plot_writes_a_valid_image_and_still_prints_the_results(tmp_path, suffix):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / f"scan{suffix}"
+    result = invoke("scan", "--advise", "--plot", str(path))
+    assert result.exit_code == EXIT_OK
+    assert result.stderr == f"wrote {path}\n"
+    assert result.stdout == invoke("scan", "--advise").stdout
+    assert_image(path, suffix)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".SVG"])
+def test_taylor_plot_writes_a_valid_image(tmp_path, suffix):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / f"remainder{suffix}"
+    result = invoke("taylor", WRONG_MLP, "--plot", str(path), "--json")
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert list(parse_strictly(result.stdout)) == ["taylor"]
+    assert_image(path, suffix.lower())
+
+
+def test_a_plot_suffix_is_checked_before_any_work(monkeypatch, tmp_path):
+    def must_not_run(*arguments, **keywords):
+        raise AssertionError("the scan ran although --plot was refused")
+
+    monkeypatch.setattr(chapter, "cubic_step_scan", must_not_run)
+    assert_one_line_error(
+        invoke("scan", "--plot", str(tmp_path / "scan.pdf")),
+        f"plot file '{tmp_path / 'scan.pdf'}' must end in .png or .svg",
+    )
+    result = invoke("scan", "--plot", str(tmp_path / "scan"), "--json")
+    error = {
+        "kind": "UnsupportedPlotFormat",
+        "path": str(tmp_path / "scan"),
+        "message": f"plot file '{tmp_path / 'scan'}' must end in .png or .svg",
+    }
+    assert_one_line_error(result, error["message"], error)
+
+
+def test_without_matplotlib_a_plot_is_one_line_and_no_work(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an uninstalled package looks like to import
+    monkeypatch.setattr(chapter, "cubic_step_scan", lambda *arguments: pytest.fail("the scan ran"))
+    message = "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+    assert_one_line_error(invoke("scan", "--plot", str(tmp_path / "scan.png")), message)
+    assert_one_line_error(invoke("taylor", MLP, "--plot", str(tmp_path / "remainder.svg")), message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plot_that_cannot_be_written_is_one_line_and_exit_2(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "no" / "such" / "directory" / "scan.png"
+    assert_one_line_error(
+        invoke("scan", "--plot", str(path)), f"--plot file '{path}' cannot be written: No such file or directory"
+    )
+
+
+# ---------------------------------------------------------- progress bar
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
+    clock, stream = Clock(), Terminal()
+    with render.ProgressBar("checking coordinates", stream, delay=1.0, clock=clock) as progress:
+        progress(0, 10)
+        clock.now += 0.99
+        progress(4, 10)
+        assert stream.getvalue() == ""  # a check shorter than the delay draws nothing
+        clock.now += 0.01
+        progress(5, 10)
+        assert "checking coordinates" in stream.getvalue() and "5/10" in stream.getvalue()
+        assert progress.bar.tasks[0].completed == 5
+    assert progress.bar is None
+    assert stream.getvalue().endswith("\x1b[2K")  # transient: the bar's line is erased at the end
+
+
+def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal():
+    clock, stream = Clock(), io.StringIO()
+    with render.ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
+        for done in range(11):
+            clock.now += 5.0
+            progress(done, 10)
+    assert stream.getvalue() == ""
+
+
+def test_a_check_on_a_non_terminal_prints_nothing_on_stderr():
+    # CliRunner's stderr is no terminal; the check still reports progress to the bar.
+    result = invoke("check", MLP, "--samples", "all")
+    assert (result.exit_code, result.stderr) == (EXIT_OK, "")
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+SLOW_PROBLEM = """
+import os
+import time
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+STARTED = {started!r}
+
+
+def slow():
+    w = np.linspace(-1.0, 1.0, 5000)
+
+    def objective(parameters):
+        if not os.path.exists(STARTED):
+            open(STARTED, "w").close()
+        time.sleep(0.002)
+        return float(np.sum(parameters["w"] ** 2))
+
+    return GradientProblem(objective, {{"w": w}}, {{"w": 2.0 * w}})
+"""
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process and ptys need POSIX")
+
+
+def _slow_check(tmp_path, stderr):
+    started = tmp_path / "started"
+    path = write_problem(tmp_path, SLOW_PROBLEM.format(started=str(started)), "slow.py")
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "100"}
+    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{path}:slow", "--samples", "all"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr)
+    return process, started
+
+
+def _wait_for(condition, process):
+    deadline = time.monotonic() + 60.0  # a safety net against a hung test, not a timing assertion
+    while not condition():
+        assert process.poll() is None, "the check ended before it could be interrupted"
+        assert time.monotonic() < deadline, "the check never got going"
+        time.sleep(0.01)
+
+
+@posix_only
+def test_ctrl_c_in_a_pipe_exits_130_with_one_line_and_no_output(tmp_path):
+    process, started = _slow_check(tmp_path, subprocess.PIPE)
+    try:
+        _wait_for(started.exists, process)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == EXIT_INTERRUPTED
+    assert (stdout, stderr) == (b"", b"Error: interrupted\n")
+
+
+@posix_only
+def test_ctrl_c_on_a_terminal_removes_the_progress_bar_then_prints_one_line(tmp_path):
+    import pty
+
+    controller, terminal = pty.openpty()
+    process, _ = _slow_check(tmp_path, terminal)
+    os.close(terminal)
+    seen = bytearray()
+
+    def bar_is_drawn():
+        if select.select([controller], [], [], 0.05)[0]:
+            seen.extend(os.read(controller, 65536))
+        return b"checking coordinates" in seen and b"/5000" in seen
+
+    try:
+        _wait_for(bar_is_drawn, process)  # 15000 calls of at least 2 ms: the bar shows after 1 s
+        process.send_signal(signal.SIGINT)
+        stdout, _ = process.communicate(timeout=60)
+        while select.select([controller], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal's other end closed
+                break
+            if not chunk:
+                break
+            seen.extend(chunk)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert process.returncode == EXIT_INTERRUPTED
+    assert stdout == b""
+    # The bar is transient: its line is erased, and the message is the last line on the terminal.
+    before, message = bytes(seen).rsplit(b"\x1b[2K", 1)
+    assert message.replace(b"\r", b"").lstrip(b"\n") == b"Error: interrupted\n"
+    assert b"Traceback" not in seen
+
+
+# ------------------------------------------------------------ torch example
+
+
+def test_the_torch_example_checks_through_numpy_views():
+    pytest.importorskip("torch")
+    reference = f"{EXAMPLES / 'torch_mlp.py'}"
+    assert invoke("check", f"{reference}:problem").exit_code == EXIT_OK
+    wrong = invoke("check", f"{reference}:wrong_problem")
+    assert wrong.exit_code == EXIT_CANDIDATE_FAILED
+    assert lines(wrong)[-1].endswith('failing_parameters=["out.bias"] pass=false')
+    assert invoke("taylor", f"{reference}:wrong_problem").exit_code == EXIT_CANDIDATE_FAILED
+
+
+# ---------------------------------------------------- the README, as written
+
+
+def _readme_sessions():
+    """Every ``$ gradcheck ...`` in the README's code blocks: the command, the lines shown, the exit status.
+
+    An exit status is shown as ``$ echo $?`` and a number after the output,
+    or as ``gradcheck ... > /dev/null; echo $?`` and a number.
+    """
+    blocks, block, fenced = [], None, False
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            # Only a plain fence opens a session block: ```python blocks hold code, not sessions.
+            block = [] if fenced and line == "```" else None
+            if block is not None:
+                blocks.append(block)
+        elif block is not None:
+            block.append(line)
+    sessions = []
+    for block in blocks:
+        current, status_next = None, False
+        for line in block:
+            if line == "$ echo $?" and current is not None:
+                status_next = True
+            elif line.startswith("$ "):
+                command, _, rest = line[2:].partition(";")
+                status_next = rest.strip() == "echo $?"
+                current = {"command": command.split(" > ")[0].strip(), "output": [], "status": None}
+                sessions.append(current)
+            elif current is not None and status_next:
+                current["status"], status_next = int(line), False
+            elif current is not None:
+                current["output"].append(line)
+    return [session for session in sessions if session["command"].startswith("gradcheck ")]
+
+
+README_SESSIONS = _readme_sessions()
+
+
+def test_the_readme_shows_the_new_commands():
+    shown = {shlex.split(session["command"])[1] for session in README_SESSIONS}
+    assert {"check", "taylor", "scan"} <= shown
+    assert any("--advise" in session["command"] for session in README_SESSIONS)
+
+
+@pytest.mark.parametrize("session", README_SESSIONS, ids=[session["command"] for session in README_SESSIONS])
+def test_every_readme_command_prints_what_the_readme_shows(session, monkeypatch):
+    """Each shown line is in the real output; a line ending in '...' is a prefix; '...' alone skips."""
+    monkeypatch.chdir(ROOT)
+    result = invoke(*shlex.split(session["command"])[1:])
+    actual = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
+    for line in session["output"]:
+        if line.strip() in ("", "..."):
+            continue
+        if line.endswith("..."):
+            assert any(candidate.startswith(line[:-3].rstrip()) for candidate in actual), line
+        else:
+            assert line.rstrip() in actual, line
+    if session["status"] is not None:
+        assert result.exit_code == session["status"]
+
+
+def _readme_command_spans():
+    """Every `gradcheck SUBCOMMAND ...` the README writes, in inline code, headings or sessions."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    spans = re.findall(r"`(gradcheck [^`]+)`", readme)
+    spans += [session["command"] for session in README_SESSIONS]
+    return sorted(set(spans))
+
+
+def test_every_option_the_readme_names_exists_on_its_subcommand():
+    named = 0
+    for span in _readme_command_spans():
+        words = span.replace("[", " ").replace("]", " ").replace("|", " ").split()
+        if len(words) < 2 or words[1] not in main.commands:
+            continue
+        options = {option for parameter in main.commands[words[1]].params for option in parameter.opts}
+        for word in words[2:]:
+            if word.startswith("--"):
+                named += 1
+                assert word.split("=")[0] in options | {"--help"}, f"{span!r}: gradcheck {words[1]} has no {word}"
+    assert named > 40  # the check sees the README's options at all
