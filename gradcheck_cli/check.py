@@ -54,12 +54,9 @@ from .errors import (
     DuplicateCoordinate,
     EmptyTensor,
     GradCheckError,
-    GradientShapeMismatch,
     InvalidCoordinate,
     InvalidParameterName,
     InvalidSamples,
-    MissingGradient,
-    NoParameters,
     NonFiniteAnalyticGradient,
     NonFinitePoint,
     NotAMapping,
@@ -81,16 +78,15 @@ from .estimator import (
     validate_tolerance,
 )
 from .formatting import rust_debug, rust_list
-from .problem import GradientProblem
+from .problem import GradientProblem, selected_names
 from .records import Record
 from .tensors import (
     SampledCoordinate,
     at_coordinate,
     element_count,
+    parameter_and_gradient,
     probing_objective,
-    real_analytic,
     sample_tensor_coordinates,
-    writable_parameters,
 )
 
 __all__ = [
@@ -511,16 +507,13 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
         tolerance = validate_tolerance(tolerance)
     kink_tolerances = _per_parameter("kink_tolerance", kink_tolerance, validate_tolerance, parameters)
     samples = _validated_samples(samples)
-    selected = _selected_names(parameters, names)
+    selected = selected_names(parameters, gradients, names)
     if coordinates is None:
         coordinates = {}
     _validate_mapping("coordinates", "lists of coordinates", coordinates)
     for name in coordinates:
         if name not in parameters:
             raise UnknownParameter(name=name, available=list(parameters))
-    for name in selected:
-        if name not in gradients:
-            raise MissingGradient(name=name)
 
     plan = []
     for name in selected:
@@ -585,30 +578,8 @@ def _validated_samples(samples) -> Samples:
     return count
 
 
-def _selected_names(parameters: Mapping, names) -> list:
-    if names is None:
-        selected = list(parameters)
-    else:
-        if isinstance(names, str):
-            names = [names]
-        wanted = list(names)
-        for name in wanted:
-            if name not in parameters:
-                raise UnknownParameter(name=name, available=list(parameters))
-        selected = [name for name in parameters if name in wanted]
-    if not selected:
-        raise NoParameters()
-    return selected
-
-
 def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance) -> _PlannedParameter:
-    dtype = writable_parameters(array)
-    if isinstance(gradient, (np.generic, float, int)) and not isinstance(gradient, bool):
-        # A 0-d parameter's gradient often comes back as a scalar (np.cos(np.array(0.0)) is one).
-        gradient = np.asarray(gradient)
-    gradient = real_analytic(gradient)
-    if array.shape != gradient.shape:
-        raise GradientShapeMismatch(parameters=list(array.shape), analytic=list(gradient.shape))
+    dtype, gradient = parameter_and_gradient(array, gradient)
     if listed is not None:
         selection, requested = "explicit", None
         samples_selected = _explicit_coordinates(listed, array.shape)

@@ -22,6 +22,8 @@ import numpy as np
 
 from .errors import (
     InvalidProblemReference,
+    MissingGradient,
+    NoParameters,
     NotAProblem,
     NotCallable,
     ProblemFileNotFound,
@@ -29,9 +31,10 @@ from .errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
+    UnknownParameter,
 )
 
-__all__ = ["GradientProblem", "as_problem", "load_problem"]
+__all__ = ["GradientProblem", "as_problem", "load_problem", "selected_names"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,29 @@ def as_problem(returned, reference: str = "the problem") -> GradientProblem:
         if not isinstance(value, AnyMapping):
             raise NotAProblem(reference=reference, returned=f"{role} of type {type(value).__name__}")
     return problem
+
+
+def selected_names(parameters: Mapping, gradients: Mapping, names=None) -> list:
+    """The parameter names to check, in the problem's own order.
+
+    ``names`` (one name or several) restricts the selection; every selected
+    parameter needs an analytic gradient. UnknownParameter, NoParameters or
+    MissingGradient otherwise.
+    """
+    if names is None:
+        selected = list(parameters)
+    else:
+        wanted = [names] if isinstance(names, str) else list(names)
+        for name in wanted:
+            if name not in parameters:
+                raise UnknownParameter(name=name, available=list(parameters))
+        selected = [name for name in parameters if name in wanted]
+    if not selected:
+        raise NoParameters()
+    for name in selected:
+        if name not in gradients:
+            raise MissingGradient(name=name)
+    return selected
 
 
 def load_problem(reference: str) -> GradientProblem:

@@ -82,21 +82,19 @@ from .dtypes import probe_dtype
 from .errors import (
     AtCoordinate,
     AtParameter,
+    GradCheckError,
     GradientShapeMismatch,
     InvalidStepSequence,
-    MissingGradient,
-    NoParameters,
     NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
     NonFinitePoint,
-    UnknownParameter,
     UnsupportedDtype,
     ZeroDirection,
 )
 from .estimator import real_scalar, validate_step
-from .problem import as_problem
+from .problem import as_problem, selected_names
 from .records import Record
-from .tensors import real_analytic, writable_parameters
+from .tensors import parameter_and_gradient
 
 __all__ = [
     "PASS_ORDER",
@@ -207,32 +205,27 @@ def selected_parameters(problem, names: Sequence[str] = None):
 
     ``problem`` may be a :class:`GradientProblem` or the tuple
     ``(objective, parameters, gradients)``. Every selected parameter must be
-    a writable float64, float32 or bfloat16 array with a finite analytic
-    gradient of the same shape.
+    a writable float64, float32 or bfloat16 array of finite values, with a
+    finite analytic gradient of the same shape (the whole arrays move).
     """
     problem = as_problem(problem, reference="the Taylor test's problem")
-    available = list(problem.parameters)
-    names = available if names is None else list(names)
-    if not names:
-        raise NoParameters()
+    names = selected_names(problem.parameters, problem.gradients, names)
     for name in names:
-        if name not in problem.parameters:
-            raise UnknownParameter(name=name, available=available)
-        if name not in problem.gradients:
-            raise MissingGradient(name=name)
-        array, gradient = problem.parameters[name], problem.gradients[name]
-        writable_parameters(array, role=f"parameters[{name!r}]")
-        real_analytic(gradient, role=f"gradients[{name!r}]")
-        if gradient.shape != array.shape:
-            raise GradientShapeMismatch(parameters=list(array.shape), analytic=list(gradient.shape))
-        for values, error in ((array, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
-            values = values.astype(np.float64)
-            finite = np.isfinite(values)
-            if not finite.all():
-                index = tuple(int(i) for i in np.argwhere(~finite)[0])
-                source = error(point=float(values[index])) if error is NonFinitePoint else error(value=float(values[index]))
-                raise AtParameter(parameter=name, source=AtCoordinate(coordinate=list(index), source=source))
+        try:
+            _, gradient = parameter_and_gradient(problem.parameters[name], problem.gradients[name])
+            _reject_non_finite(problem.parameters[name], lambda value: NonFinitePoint(point=value))
+            _reject_non_finite(gradient, lambda value: NonFiniteAnalyticGradient(value=value))
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
     return problem, tuple(names)
+
+
+def _reject_non_finite(values: np.ndarray, error) -> None:
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        index = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise AtCoordinate(coordinate=list(index), source=error(float(values[index])))
 
 
 def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:

@@ -83,6 +83,22 @@ def real_analytic(analytic, role: str = "analytic") -> np.ndarray:
     return analytic
 
 
+def parameter_and_gradient(parameters, analytic) -> tuple:
+    """Validate one parameter array and its analytic gradient; return (ProbeDtype, gradient array).
+
+    The parameters must be a writable float64, float32 or bfloat16 array;
+    the gradient a real array of the same shape (a scalar is accepted for a
+    0-d parameter: ``np.cos(np.array(0.0))`` is one).
+    """
+    dtype = writable_parameters(parameters)
+    if isinstance(analytic, (np.generic, float, int)) and not isinstance(analytic, bool):
+        analytic = np.asarray(analytic)
+    analytic = real_analytic(analytic)
+    if parameters.shape != analytic.shape:
+        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(analytic.shape))
+    return dtype, analytic
+
+
 def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
     """Wrap ``error`` with the coordinate it happened at."""
     return AtCoordinate(coordinate=list(coordinate), source=error)

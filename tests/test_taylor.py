@@ -301,8 +301,9 @@ def test_problem_validation():
         taylor_test(problem, names=[])
     with pytest.raises(MissingGradient):
         taylor_test(GradientProblem(problem.objective, problem.parameters, {"x": problem.gradients["x"]}))
-    with pytest.raises(GradientShapeMismatch):
+    with pytest.raises(AtParameter) as caught:
         taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "x": np.zeros(4)}))
+    assert caught.value.parameter == "x" and isinstance(caught.value.source, GradientShapeMismatch)
     bad = problem.gradients["w"].copy()
     bad[1, 2] = math.nan
     with pytest.raises(AtParameter) as caught:
@@ -312,14 +313,16 @@ def test_problem_validation():
     assert isinstance(caught.value.source.source, NonFiniteAnalyticGradient)
     read_only = problem.parameters["x"].copy()
     read_only.flags.writeable = False
-    with pytest.raises(ReadOnlyArray):
+    with pytest.raises(AtParameter) as caught:
         taylor_test(GradientProblem(problem.objective, {**problem.parameters, "x": read_only}, problem.gradients))
-    with pytest.raises(UnsupportedDtype):
+    assert isinstance(caught.value.source, ReadOnlyArray)
+    with pytest.raises(AtParameter) as caught:
         taylor_test(
             GradientProblem(
                 problem.objective, {**problem.parameters, "x": np.zeros(3, dtype=np.int64)}, problem.gradients
             )
         )
+    assert isinstance(caught.value.source, UnsupportedDtype)
     with pytest.raises(InvalidStepSequence):
         taylor_test(problem, steps=[1e-3])
     with pytest.raises(InvalidStep):
