@@ -28,7 +28,7 @@ import sys
 import click
 
 from . import __version__, chapter, render
-from .errors import CommandLineError, GradCheckError, InputFileError, PlottingUnavailable
+from .errors import CommandLineError, GradCheckError, InputFileError, ObjectiveRaised, PlottingUnavailable
 from .estimator import validate_step, validate_tolerance
 from .formatting import rust_debug
 from .scan import __doc__ as _scan_doc
@@ -53,15 +53,6 @@ EXIT_OK = 0
 EXIT_CANDIDATE_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
-
-
-class ObjectiveRaised(GradCheckError):
-    """The user's objective raised an exception (not a GradCheckError) during a check."""
-
-    fields = ("reference", "error")
-
-    def describe(self):
-        return f"the objective of {self.reference} raised {self.error}"
 
 
 class Report:

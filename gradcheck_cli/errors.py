@@ -12,6 +12,7 @@ from .records import json_ready
 __all__ = [
     "CommandLineError",
     "InputFileError",
+    "ObjectiveRaised",
     "GradCheckError",
     "InvalidStep",
     "NonFinitePoint",
@@ -595,3 +596,12 @@ class InputFileError(GradCheckError):
 
     def describe(self):
         return f"{self.option} file '{self.path}' {self.problem}"
+
+
+class ObjectiveRaised(GradCheckError):
+    """The user's objective raised an exception (not a GradCheckError) during a check."""
+
+    fields = ("reference", "error")
+
+    def describe(self):
+        return f"the objective of {self.reference} raised {self.error}"

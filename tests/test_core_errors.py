@@ -83,6 +83,10 @@ EXAMPLES = [
     (errors.CommandLineError(option="--steps", problem="--steps: '1,x' is not a comma-separated list of numbers"), "--steps: '1,x' is not a comma-separated list of numbers"),
     (errors.InputFileError(option="--logits", path="missing.npy", problem="does not exist"), "--logits file 'missing.npy' does not exist"),
     (
+        errors.ObjectiveRaised(reference="model.py:problem", error="ZeroDivisionError: division by zero"),
+        "the objective of model.py:problem raised ZeroDivisionError: division by zero",
+    ),
+    (
         errors.AtCoordinate(coordinate=[0, 1], source=errors.NonFiniteEvaluation(side="minus", value=math.nan)),
         "gradient check at coordinate [0, 1] failed: minus function evaluation returned NaN",
     ),
