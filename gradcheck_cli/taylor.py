@@ -42,8 +42,9 @@ Fit range
     gradient's first-order term wins only as h → 0; a correct gradient's
     third-order term may rule at large h). Take the last unbroken run of
     usable points (the one reaching the smallest usable h), keep its tail on
-    which R has one sign (a sign change is the notch where a first- and a
-    second-order term cancel), and fit the least-squares slope of log|R|
+    which R has one sign (a sign change is the notch where two orders cancel;
+    the point next to it is dropped too, since its |R| is too small for
+    either order and would flatten the slope), and fit the least-squares slope of log|R|
     against log‖Δ‖₂ over the last 5 of those points (a factor 16 in h). At
     least 3 points are needed.
 Verdict
@@ -293,6 +294,9 @@ def _fit_order(points: list) -> tuple:
     tail = []
     for index in reversed(run):
         if math.copysign(1.0, points[index].remainder) != sign:
+            # The point next to a sign change sits in the notch where two orders cancel:
+            # its |R| is too small for either, and it would flatten the fitted slope.
+            tail = tail[1:]
             break
         tail.insert(0, index)
     window = tail[-FIT_POINTS:]

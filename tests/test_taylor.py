@@ -394,3 +394,23 @@ def test_kink_along_the_direction_fails():
     problem = GradientProblem(lambda p: float(np.sum(np.abs(p["x"]))), {"x": x}, {"x": np.sign(x)})
     result = taylor_test(problem)
     assert result.verdict == "fail" and result.order == pytest.approx(1.0, abs=0.05)
+
+
+def test_a_correct_float32_gradient_never_fails_at_any_seed():
+    # Seed 17 used to fit three points next to the notch where R changes sign and report
+    # "fail (first order)" (order 1.036) for a correct gradient; the notch point is now dropped.
+    portable = _load_portable()
+    verdicts = {taylor_test(portable.float32_problem(), seed=seed).verdict for seed in range(60)}
+    assert "fail" not in verdicts
+    assert {taylor_test(portable.float32_wrong_problem(), seed=seed).verdict for seed in range(0, 60, 7)} == {"fail"}
+
+
+def _load_portable():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "inputs" / "portable.py"
+    spec = importlib.util.spec_from_file_location("_portable_problems", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
