@@ -3,7 +3,7 @@ PYTHON ?= python3
 EXTRAS ?= test,bfloat16,plot
 STAMP := .installed
 
-.PHONY: install run test golden bench clean
+.PHONY: install run test golden startup bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
@@ -17,5 +17,18 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PYTHON) -m pytest -q
 
+# Rewrite every case in fixtures/golden/ from the current code; review `git diff fixtures/golden` after.
+golden: $(STAMP)
+	$(PYTHON) tests/golden.py
+
+# The scalar subcommands must not import numpy or rich: prints the offending imports and fails if they do.
+startup: $(STAMP)
+	@! $(PYTHON) -X importtime -m gradcheck_cli quadratic 2>&1 >/dev/null | grep -E '\b(numpy|rich)\b'
+	@echo "gradcheck quadratic imports neither numpy nor rich"
+
 clean:
 	rm -rf $(STAMP) build *.egg-info .pytest_cache .hypothesis
+
+# Measure start-up, harness overhead, scale and peers; prints figures and ratios, asserts no times.
+bench: $(STAMP)
+	$(PYTHON) benchmarks/run_all.py
