@@ -23,6 +23,7 @@ A new subcommand is a handful of lines::
 
 import contextlib
 import functools
+import os
 import sys
 
 import click
@@ -37,7 +38,9 @@ __all__ = [
     "EXIT_OK",
     "EXIT_CANDIDATE_FAILED",
     "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL_ERROR",
     "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
     "CommandLineError",
     "InputFileError",
     "ObjectiveRaised",
@@ -52,7 +55,9 @@ __all__ = [
 EXIT_OK = 0
 EXIT_CANDIDATE_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL_ERROR = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class Report:
@@ -79,12 +84,20 @@ def exit_status(outcome) -> int:
       comparison, a suspected kink, an impure objective), or ``taylor`` did
       not pass (failed or inconclusive);
     - 2: bad input, a click usage error or a rejected request (GradCheckError);
-    - 130: interrupted (Ctrl-C).
+    - 3: an internal error, a defect in gradcheck itself (never 1, which would
+      read as a verdict on the user's gradient);
+    - 130: interrupted (Ctrl-C);
+    - 141: the reader of stdout went away (``gradcheck demo | head``), as a
+      shell reports a process killed by SIGPIPE.
     """
+    if isinstance(outcome, BrokenPipeError):
+        return EXIT_BROKEN_PIPE
     if isinstance(outcome, (GradCheckError, click.ClickException)):
         return EXIT_BAD_INPUT
     if isinstance(outcome, (KeyboardInterrupt, click.Abort)):
         return EXIT_INTERRUPTED
+    if isinstance(outcome, BaseException):
+        return EXIT_INTERNAL_ERROR
     return EXIT_OK if all(outcome.user_verdicts) else EXIT_CANDIDATE_FAILED
 
 
@@ -162,12 +175,24 @@ def run(output_format: str, compute) -> None:
         # Caught here rather than by click, which would print an empty line first.
         render.write_interrupted()
         ctx.exit(exit_status(interrupt))
-    render.write(report.sections, output_format)
+    try:
+        render.write(report.sections, output_format)
+        sys.stdout.flush()
+    except BrokenPipeError as closed:
+        # Nobody reads the rest; keep the interpreter from failing again at its final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        ctx.exit(exit_status(closed))
     ctx.exit(exit_status(report))
 
 
 def _format_in_words(words) -> str:
-    """The output format a command line's words ask for: json only when nothing else is asked for."""
+    """The output format a command line's words ask for: json only when nothing else is asked for.
+
+    Only the subcommand's own words count (``--json`` before the subcommand
+    is not an option of the group).
+    """
+    first = next((index for index, word in enumerate(words) if not word.startswith("-")), len(words))
+    words = words[first + 1 :]
     formats = set()
     for index, word in enumerate(words):
         if word == "--json":
@@ -209,6 +234,11 @@ class GradcheckGroup(click.Group):
         except click.Abort as interrupt:
             render.write_interrupted()
             status = exit_status(interrupt)
+        except Exception as error:  # a defect in gradcheck: still one line, and never status 1
+            from .problem import _one_line
+
+            click.echo(f"Error: internal error in gradcheck: {_one_line(error)}", err=True)
+            status = exit_status(error)
         if standalone_mode:
             sys.exit(status)
         return status
@@ -329,9 +359,11 @@ def load_array(path: str, option: str):
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             problem = f"is neither a .npy array nor JSON: {error}"
             raise InputFileError(option=option, path=path, problem=problem) from None
+        except RecursionError:
+            raise InputFileError(option=option, path=path, problem="nests its lists too deeply") from None
         try:
             array = np.array(data)
-        except (ValueError, TypeError, OverflowError):
+        except (ValueError, TypeError, OverflowError, RecursionError):
             array = None
         if array is None or array.dtype == object:
             raise InputFileError(option=option, path=path, problem="is not a rectangular nested list of numbers")
@@ -341,25 +373,41 @@ def load_array(path: str, option: str):
 
 
 @contextlib.contextmanager
-def user_code(reference: str):
-    """Run the user's code (their module, problem function and objective) inside a command.
+def user_problem(reference: str):
+    """Load the user's problem for a command and keep the user's code apart from gradcheck's.
 
-    Whatever it prints goes to stderr, since stdout carries results only (a
-    ``--json`` document must stay one document). An exception from the
-    objective becomes :class:`ObjectiveRaised`: the library lets such
-    exceptions propagate unchanged (after restoring every array), but on the
-    command line they are bad input like any other, one line and exit 2.
-    SystemExit counts too; KeyboardInterrupt passes through to :func:`run`.
+    Whatever the user's code prints goes to stderr, since stdout carries
+    results only (a ``--json`` document must stay one document). An
+    exception that comes out of the user's objective (SystemExit included)
+    becomes :class:`ObjectiveRaised`, one line and exit 2: the library lets
+    it propagate unchanged after restoring every array. Any other exception
+    is gradcheck's own defect and is left alone, so it is reported as an
+    internal error rather than blamed on the user; KeyboardInterrupt passes.
     """
-    from .problem import _one_line
+    import dataclasses
+
+    from .problem import _one_line, load_problem
+
+    raised = []
+
+    def watched(objective):
+        def call(parameters):
+            try:
+                return objective(parameters)
+            except BaseException as error:
+                raised.append(error)
+                raise
+
+        return call
 
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            yield
-        except GradCheckError:
-            raise
+            problem = load_problem(reference)
+            yield dataclasses.replace(problem, objective=watched(problem.objective))
         except (Exception, SystemExit) as error:
-            raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
+            if raised and error is raised[-1] and not isinstance(error, GradCheckError):
+                raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
+            raise
 
 
 def plot_target(path):
@@ -397,7 +445,8 @@ def draw_plot(draw, path, *arguments, **keywords) -> None:
         "Exit status: 0 when every comparison you asked for passed (the chapter's built-in "
         "wrong candidate and failing scan steps are demonstrations); 1 when a candidate you "
         "supplied with --analytic fails, or your problem fails check or taylor; 2 for bad "
-        "input, with one line on stderr; 130 when interrupted."
+        "input, with one line on stderr; 3 for an internal error in gradcheck; 130 when interrupted; "
+        "141 when the reader of stdout goes away."
     ),
 )
 @click.version_option(__version__, "--version", prog_name="gradcheck", message="%(prog)s %(version)s")
@@ -740,12 +789,10 @@ def check(output_format, problem, samples, step, tolerance, names):
         if tolerance is not None:
             validate_tolerance(tolerance)
         from .check import check_problem
-        from .problem import load_problem
 
         selected = list(names) or None
         sections, steps, kink_tolerances = [], step, None
-        with user_code(problem):
-            loaded = load_problem(problem)
+        with user_problem(problem) as loaded:
             if step == "auto":
                 from .advice import advise_problem_steps
                 from .check import kink_tolerance_for_step
@@ -803,11 +850,10 @@ def check(output_format, problem, samples, step, tolerance, names):
 def taylor(output_format, problem, names, seed, plot):
     def compute():
         plot_path = plot_target(plot)
-        from .problem import load_problem
         from .taylor import taylor_test
 
-        with user_code(problem):
-            result = taylor_test(load_problem(problem), names=list(names) or None, seed=seed)
+        with user_problem(problem) as loaded:
+            result = taylor_test(loaded, names=list(names) or None, seed=seed)
         if plot_path is not None:
             from .plotting import plot_taylor
 

@@ -39,7 +39,7 @@ from click.testing import CliRunner
 
 from gradcheck_cli import chapter
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED, main
+from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
 from gradcheck_cli.errors import AtCoordinate, AtParameter, GradCheckError, NonFiniteEvaluation, NonScalarEvaluation
 from gradcheck_cli.problem import GradientProblem
 from gradcheck_cli.taylor import taylor_test
@@ -972,3 +972,64 @@ def test_the_restoration_comparison_can_fail():
     second = restoration_parameters()
     second["w"][0, 2] = np.nextafter(5e-324, 1.0)
     assert bits(first) != bits(second)
+
+
+# ------------------------------------------- gradcheck's own defects, and input that breaks parsers
+
+
+def test_deeply_nested_json_input_is_bad_input_not_a_crash(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = invoke(["nll", "--logits", str(deep)])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert only_error_line(result) == f"--logits file '{deep}' nests its lists too deeply"
+
+
+def test_a_defect_in_gradcheck_is_one_line_and_status_3_never_a_verdict(monkeypatch):
+    def broken(*arguments, **keywords):
+        raise ZeroDivisionError("a defect")
+
+    monkeypatch.setattr(chapter, "quadratic_gradient_check", broken)
+    result = invoke(["quadratic"])
+    assert result.exit_code == EXIT_INTERNAL_ERROR
+    assert only_error_line(result) == "internal error in gradcheck: ZeroDivisionError: a defect"
+    assert result.stdout == ""
+
+
+def test_a_defect_in_gradcheck_is_not_blamed_on_the_users_objective(monkeypatch):
+    # Before: everything raised inside the command's library call was reported as
+    # "the objective of ... raised ...", gradcheck's own bugs included.
+    import gradcheck_cli.taylor
+
+    def broken(problem, **keywords):
+        problem.objective(problem.parameters)  # the user's objective runs fine
+        raise AttributeError("'float' object has no attribute 'astype'")
+
+    monkeypatch.setattr(gradcheck_cli.taylor, "taylor_test", broken)
+    result = invoke(["taylor", "fixtures/golden/inputs/portable.py:problem"])
+    assert result.exit_code == EXIT_INTERNAL_ERROR
+    message = only_error_line(result)
+    assert message.startswith("internal error in gradcheck: AttributeError") and "objective" not in message
+
+
+def test_json_before_the_subcommand_is_not_the_subcommands_format():
+    result = invoke(["--json", "quadratic", "--bogus"])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stdout == ""
+    assert only_error_line(result).startswith("No such option '--json'.")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pipe closed by its reader is a POSIX notion")
+def test_a_reader_that_goes_away_gives_status_141_not_a_verdict():
+    # `gradcheck ... | head` under `set -o pipefail`: 1 would read as "your gradient failed".
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gradcheck_cli", "sample", "--shape", "1000000", "--max-samples", "200000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    with process:
+        process.stdout.read(10)
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 141
+    assert stderr == ""
