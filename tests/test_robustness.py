@@ -25,10 +25,8 @@ mark can be removed.
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -727,70 +725,8 @@ def test_an_interrupted_command_writes_exactly_one_line(monkeypatch):
     assert invoke(["quadratic"]).stderr == "Error: interrupted\n"
 
 
-SLOW_PROBLEM = """
-import os
-import time
-
-import numpy as np
-
-from gradcheck_cli import GradientProblem
-
-MARKER = {marker!r}
-
-
-def slow():
-    w = np.linspace(-1.0, 1.0, 20000)
-
-    def objective(parameters):
-        if not os.path.exists(MARKER):
-            with open(MARKER, "w") as started:
-                started.write("started")
-        time.sleep(0.005)
-        return float(np.sum(parameters["w"] ** 2))
-
-    return GradientProblem(objective, {{"w": w}}, {{"w": 2.0 * w}})
-"""
-
-
-@pytest.fixture(scope="module")
-def interrupted_check(tmp_path_factory):
-    """``python -m gradcheck_cli check slow.py:slow --samples all``, sent SIGINT once its objective runs."""
-    directory = tmp_path_factory.mktemp("interrupt")
-    marker = directory / "started"
-    (directory / "slow.py").write_text(SLOW_PROBLEM.format(marker=str(marker)))
-    env = {**os.environ, "NO_COLOR": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gradcheck_cli", "check", f"{directory}/slow.py:slow", "--samples", "all"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60.0  # a safety net, not a timing assertion
-        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert marker.exists(), "the objective never ran: " + (process.stderr.read() if process.poll() else "")
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode, stdout, stderr
-
-
-posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process needs POSIX")
-
-
-@posix_only
-def test_ctrl_c_during_a_check_exits_130_with_one_line(interrupted_check):
-    status, stdout, stderr = interrupted_check
-    assert status == EXIT_INTERRUPTED, (status, stderr)
-    assert "Traceback" not in stderr + stdout
-    assert stdout == ""
-    assert stderr == "Error: interrupted\n"
+# The real SIGINT to a running `gradcheck check` is tested in test_cli_user.py (in a pipe and on a
+# terminal with the progress bar).
 
 
 # ------------------------------------------------------------ restoration
