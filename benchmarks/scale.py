@@ -1,0 +1,167 @@
+"""Scale: sampling a shape far larger than memory, and checking a 10^8-element array without a copy.
+
+1. `sample_tensor_coordinates` on shape [10^12, 10^6] with 64 samples. Goal < 1 ms.
+2. A 64-sample check of a 10^8-element float64 array (800 MB), in a fresh
+   subprocess so the baseline is clean: peak RSS (VmHWM) against the array's
+   size. Goal: peak RSS ≤ array + 50 MB. The objective reads only the 64
+   sampled elements (a 64-element gather), the analytic gradient is a
+   broadcast view (no memory), so any copy of the parameters would show. The
+   objective also records that it was handed the caller's array itself, and
+   a CRC-32 of the whole array before and after proves bit-identical restoration.
+
+Usage: python benchmarks/scale.py [--elements 100000000] [--repeats 201]
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import timeit
+import zlib
+
+from _common import REPOSITORY, header, median, seconds, verdict
+
+SAMPLER_SHAPE = (10**12, 10**6)
+SAMPLES = 64
+SAMPLER_GOAL_S = 1e-3
+RSS_SLACK_MB = 50
+MB = 10**6  # the goal is in decimal megabytes
+
+
+def status_kb(field: str) -> int:
+    """A ``VmRSS``/``VmHWM``-style field of /proc/self/status, in KiB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux ≥ 4.0); False where that is not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_child(elements: int) -> dict:
+    """Runs in a fresh interpreter: allocate, check, and report memory as JSON."""
+    import numpy as np
+
+    from gradcheck_cli.tensors import sample_tensor_coordinates, sampled_tensor_gradient_check
+
+    baseline_kb = status_kb("VmRSS")
+    side = math.isqrt(elements)
+    shape = (side, elements // side) if side * (elements // side) == elements else (elements,)
+    parameters = np.empty(shape)
+    parameters.fill(1.0)  # touch every page, so the array is resident
+    allocated_kb = status_kb("VmRSS")
+    peak_before_check_kb = status_kb("VmHWM")
+    crc_before = zlib.crc32(parameters.data)
+
+    flat = np.array([sample.flat_index for sample in sample_tensor_coordinates(shape, SAMPLES)])
+    gathered = np.unravel_index(flat, shape)
+    handed = {"calls": 0, "same_object": 0, "same_buffer": 0}
+    address = parameters.ctypes.data
+
+    def objective(candidate):
+        handed["calls"] += 1
+        handed["same_object"] += candidate is parameters
+        handed["same_buffer"] += candidate.ctypes.data == address
+        return float(np.sin(candidate[gathered]).sum())
+
+    analytic = np.broadcast_to(np.cos(1.0), shape)
+    reset = reset_peak()
+    before_check_kb = status_kb("VmRSS")
+    start = time.perf_counter()
+    result = sampled_tensor_gradient_check(parameters, analytic, 1.0e-5, 1.0e-6, SAMPLES, objective)
+    elapsed = time.perf_counter() - start
+    peak_after_check_kb = status_kb("VmHWM")
+    return {
+        "shape": list(shape),
+        "array_bytes": parameters.nbytes,
+        "baseline_kb": baseline_kb,
+        "allocated_kb": allocated_kb,
+        "peak_before_check_kb": peak_before_check_kb,
+        "peak_reset": reset,
+        "before_check_kb": before_check_kb,
+        "peak_after_check_kb": peak_after_check_kb,
+        "check_seconds": elapsed,
+        "passed": result.passed,
+        "coordinates": len(result.checks),
+        "restored": zlib.crc32(parameters.data) == crc_before,
+        **handed,
+    }
+
+
+def sampler_timing(repeats: int) -> None:
+    from gradcheck_cli.tensors import sample_tensor_coordinates
+
+    samples = sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES)
+    timer = timeit.Timer(lambda: sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES))
+    loops = 20
+    per_call = median(timer.repeat(repeat=repeats, number=loops)) / loops
+    print(f"1. sample_tensor_coordinates({list(SAMPLER_SHAPE)}, {SAMPLES}): {len(samples)} coordinates,")
+    print(f"   last {samples[-1].coordinate}; median of {repeats}×{loops} calls: {seconds(per_call)} per call")
+    print(f"   {verdict(per_call * 1e3, SAMPLER_GOAL_S * 1e3, '<', ' ms')}")
+
+
+def rss_report(elements: int) -> int:
+    command = [sys.executable, os.path.abspath(__file__), "--rss-child", "--elements", str(elements)]
+    completed = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True)
+    if completed.returncode != 0:
+        print(f"2. FAILED: the memory subprocess exited {completed.returncode}:\n{completed.stderr}")
+        return 1
+    child = json.loads(completed.stdout)
+    array_mb = child["array_bytes"] / MB
+    peak_kb = max(child["peak_before_check_kb"], child["peak_after_check_kb"])
+    peak_mb = peak_kb * 1024 / MB
+    print(f"2. {SAMPLES}-sample check of a {child['shape']} float64 array ({array_mb:.1f} MB), fresh subprocess:")
+    print(f"   RSS before the array (python, numpy, gradcheck): {child['baseline_kb'] * 1024 / MB:.1f} MB")
+    print(f"   RSS with the array resident:                     {child['allocated_kb'] * 1024 / MB:.1f} MB")
+    print(f"   peak RSS of the process (VmHWM):                 {peak_mb:.1f} MB")
+    goal_mb = array_mb + RSS_SLACK_MB
+    print(f"   peak RSS vs array + {RSS_SLACK_MB} MB: {verdict(peak_mb, round(goal_mb, 1), unit=' MB')}")
+    baseline_mb = child["baseline_kb"] * 1024 / MB
+    print(
+        f"   peak over the pre-array baseline: {peak_mb - baseline_mb:.1f} MB (array + {peak_mb - baseline_mb - array_mb:.1f} MB)"
+    )
+    if child["peak_reset"]:
+        growth_mb = (child["peak_after_check_kb"] - child["before_check_kb"]) * 1024 / MB
+        print(f"   peak growth during the check itself (VmHWM reset before it): {growth_mb:.2f} MB")
+    else:
+        print("   (VmHWM could not be reset here, so the check's own growth is not isolated)")
+    print(
+        f"   objective calls {child['calls']}: handed the caller's array object {child['same_object']} times, "
+        f"its buffer {child['same_buffer']} times (no copy: {child['same_object'] == child['calls']})"
+    )
+    print(
+        f"   array bit-identical afterwards (CRC-32 of all {child['array_bytes']} bytes): {child['restored']}; "
+        f"check passed: {child['passed']}; check took {seconds(child['check_seconds'])}"
+    )
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=10**8, help="elements of the checked array")
+    parser.add_argument("--repeats", type=int, default=201, help="timing repeats of the sampler")
+    parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.rss_child:
+        print(json.dumps(rss_child(arguments.elements)))
+        return 0
+
+    header("scale: a shape larger than memory, and a 10^8-element array without a copy")
+    sampler_timing(arguments.repeats)
+    return rss_report(arguments.elements)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
