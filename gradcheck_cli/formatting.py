@@ -7,7 +7,6 @@ closest format with Rust's spelling of exponents and non-finite values.
 """
 
 import math
-from decimal import Decimal
 
 __all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list"]
 
@@ -52,10 +51,7 @@ def rust_debug(value: float) -> str:
     magnitude = abs(value)
     if magnitude == 0.0:
         return f"{sign}0.0"
-    # repr() gives the shortest digits that round-trip; only the layout differs.
-    _, digit_tuple, exponent = Decimal(repr(magnitude)).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    exponent += len(digit_tuple) - len(digits)
+    digits, exponent = _shortest_digits(magnitude)
     if 1e-4 <= magnitude < 1e16:
         point = len(digits) + exponent  # digits before the decimal point
         if point <= 0:
@@ -66,6 +62,20 @@ def rust_debug(value: float) -> str:
     scientific = exponent + len(digits) - 1
     mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
     return f"{sign}{mantissa}e{scientific}"
+
+
+def _shortest_digits(magnitude: float) -> tuple:
+    """(digits, exponent) with magnitude == int(digits) * 10**exponent, from repr's shortest digits.
+
+    repr() already finds the shortest digits that round-trip (as Rust does);
+    only their layout differs. No trailing zeros in ``digits``.
+    """
+    mantissa, _, exponent = repr(magnitude).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    exponent = int(exponent or 0) - len(fraction)
+    significant = digits.rstrip("0")
+    return significant, exponent + len(digits) - len(significant)
 
 
 def rust_list(values) -> str:
