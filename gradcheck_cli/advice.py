@@ -16,9 +16,12 @@ The rule
    spacing stencil's error is D(h) − f′ = c·h₋h₊ + O(h³), with c = f‴/6.
    Two estimates k and j therefore give c ≈ (D_k − D_j)/(η_k − η_j) with
    η = h₋h₊ the ACTUAL spacing product, and the truncation error of D_k is
-   about |c|·η_k. Each step is paired with both neighbours in the sequence
-   and the larger of the two estimates is kept, so one accidental agreement
-   between two noisy estimates cannot make a step look good.
+   about |c|·η_k = |D_k − D_j| / |1 − η_j/η_k|. The ratio η_j/η_k is formed
+   as (h₋ⱼ/h₋ₖ)·(h₊ⱼ/h₊ₖ), never from the products themselves, which
+   overflow for spacings above 1e154 and underflow below 1e-154. Each step
+   is paired with both neighbours in the sequence and the larger of the two
+   estimates is kept, so one accidental agreement between two noisy
+   estimates cannot make a step look good.
 3. Rounding floor. Each value f(θ₋), f(θ), f(θ₊) is assumed off by about
    ε·|f| (ε the dtype's machine epsilon); propagated through the stencil
    weights this gives ε·max|f|·(w₋/h₋ + w₊/h₊ + |w₋/h₋ − w₊/h₊|), which is
@@ -53,12 +56,19 @@ from fractions import Fraction
 from typing import Callable, Sequence
 
 from .dtypes import dtype_perturbations, probe_dtype
-from .errors import GradCheckError, InvalidStepSequence, TooFewAcceptedSteps, UnrepresentablePoint
-from .estimator import CentralDifference, central_difference, validate_step
-from .records import Record
+from .errors import (
+    AtCoordinate,
+    AtParameter,
+    GradCheckError,
+    InvalidStepSequence,
+    TooFewAcceptedSteps,
+    UnrepresentablePoint,
+)
+from .estimator import CentralDifference, central_difference, validate_step, validate_steps
+from .records import Record, same_bits
+from .sampling import sample_tensor_coordinates
 
 __all__ = [
-    "ADVICE_REGIMES",
     "DEFAULT_RATIO",
     "DEFAULT_STEPS_ABOVE",
     "DEFAULT_STEPS_BELOW",
@@ -71,10 +81,10 @@ __all__ = [
     "ProblemStepAdvice",
     "advise_step",
     "advise_coordinate_step",
+    "representative_coordinate",
+    "advise_parameter_steps",
     "advise_problem_steps",
 ]
-
-ADVICE_REGIMES = ("truncation", "advised", "rounding")
 
 #: Consecutive default steps differ by a factor of two: fine enough that the
 #: advised step is within √2 of the sequence's best, coarse enough that
@@ -129,15 +139,11 @@ def default_steps(point: float, dtype="float64") -> tuple:
     epsilon = probe_dtype(dtype, role="probed").epsilon
     scale = max(1.0, abs(float(point)))
     cube_root = epsilon ** (1.0 / 3.0)
-    largest = min(scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE, scale * LARGEST_STEP_FRACTION)
+    top = scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE
     smallest = max(cube_root * 2.0**-DEFAULT_STEPS_BELOW, scale * epsilon * SMALLEST_STEP_IN_EPSILONS)
-    steps = []
-    step = scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE
-    while step >= smallest:
-        if step <= largest:
-            steps.append(step)
-        step *= DEFAULT_RATIO
-    return tuple(steps)
+    # The grid is anchored at the top even when the cap below cuts its first steps off.
+    largest = min(top, scale * LARGEST_STEP_FRACTION)
+    return tuple(step for step in geometric_steps(top, smallest) if step <= largest)
 
 
 @dataclass(frozen=True)
@@ -194,22 +200,17 @@ class StepAdvice(Record):
     rejected: tuple
 
 
-def _validated_steps(steps: Sequence[float]) -> tuple:
-    steps = tuple(validate_step(step) for step in steps)
-    if len(steps) < 2 or any(later >= earlier for earlier, later in zip(steps, steps[1:])):
-        raise InvalidStepSequence(steps=list(steps))
-    return steps
-
-
 def _richardson(near: CentralDifference, other: CentralDifference) -> float:
-    """|c|·η for ``near`` from the pair (near, other); None when their η coincide."""
-    near_product = near.minus_spacing * near.plus_spacing
-    other_product = other.minus_spacing * other.plus_spacing
-    if near_product == other_product:
+    """|c|·η for ``near`` from the pair (near, other); None when their η coincide.
+
+    |c|·η_near = |D_near − D_other| / |1 − η_other/η_near|, with the ratio
+    of spacing products formed from the ratios of the spacings, so that no
+    product of two spacings is ever formed (it would overflow or underflow).
+    """
+    ratio = (other.minus_spacing / near.minus_spacing) * (other.plus_spacing / near.plus_spacing)
+    if ratio == 1.0:
         return None
-    # Divide by the relative gap so that tiny products cannot overflow.
-    relative_gap = abs(1.0 - other_product / near_product)
-    return abs(near.derivative - other.derivative) / relative_gap
+    return abs(near.derivative - other.derivative) / abs(1.0 - ratio)
 
 
 def _rounding_floor(difference: CentralDifference, epsilon: float) -> float:
@@ -218,10 +219,6 @@ def _rounding_floor(difference: CentralDifference, epsilon: float) -> float:
     right = difference.right_weight / difference.plus_spacing
     # First-order sensitivity of the stencil to errors in f₋, f₊ and f₀.
     return epsilon * largest_value * (left + right + abs(left - right))
-
-
-def _bits(value: float) -> tuple:
-    return value, math.copysign(1.0, value)
 
 
 def advise_step(
@@ -269,7 +266,7 @@ def advise_step(
         nearest = probed.round_exact(Fraction(point))
         if nearest != point:
             raise UnrepresentablePoint(point=point, dtype=probed.name, nearest=nearest)
-    steps = default_steps(point, dtype) if steps is None else _validated_steps(steps)
+    steps = default_steps(point, dtype) if steps is None else validate_steps(steps)
     if len(steps) < 2:
         raise InvalidStepSequence(steps=list(steps))
 
@@ -280,8 +277,8 @@ def advise_step(
             differences.append(central_difference(point, step, evaluate, geometry))
         except GradCheckError as error:
             rejected.append(RejectedStep(step, error))
-    products = {difference.minus_spacing * difference.plus_spacing for difference in differences}
-    if len(differences) < 2 or len(products) < 2:
+    spacings = {(difference.minus_spacing, difference.plus_spacing) for difference in differences}
+    if len(spacings) < 2:
         raise TooFewAcceptedSteps(accepted=len(differences), requested=len(steps))
 
     truncation, floors, errors = [], [], []
@@ -310,7 +307,7 @@ def advise_step(
             )
         )
     best = estimates[advised]
-    centers = {_bits(difference.center_value) for difference in differences}
+    first_center = differences[0].center_value
     return StepAdvice(
         point=point,
         dtype=probed.name,
@@ -320,7 +317,7 @@ def advise_step(
         estimated_error=best.estimated_error,
         scaled_estimated_error=best.scaled_estimated_error,
         advised_at_edge=advised in (0, len(estimates) - 1),
-        deterministic=len(centers) == 1,
+        deterministic=all(same_bits(difference.center_value, first_center) for difference in differences),
         estimates=tuple(estimates),
         rejected=tuple(rejected),
     )
@@ -371,6 +368,41 @@ class ProblemStepAdvice(Record):
     parameters: tuple
 
 
+def representative_coordinate(shape) -> tuple:
+    """The coordinate a parameter's step is advised at: the chapter's sampler with one sample (flat ⌊N/2⌋)."""
+    return sample_tensor_coordinates(shape, 1)[0].coordinate
+
+
+def advise_parameter_steps(objective: Callable, parameters, names: Sequence[str], *, steps=None) -> ProblemStepAdvice:
+    """Advise one step per named parameter, each at its :func:`representative_coordinate`.
+
+    The parameters must already be validated (writable float64, float32 or
+    bfloat16 arrays, finite at the representative coordinate, sharing no
+    memory): :func:`advise_problem_steps` validates a problem first, and
+    :func:`~gradcheck_cli.check.check_gradients` with ``step="auto"``
+    validates its whole request first. ``objective`` is called as
+    ``objective(parameters)`` with the probe written into the mapping's
+    array itself, restored after every call. A typed error of the advice
+    (too few accepted steps) is raised as AtParameter(AtCoordinate(...)).
+    """
+
+    def evaluate(_array):
+        return objective(parameters)
+
+    advised, records = {}, []
+    for name in names:
+        array = parameters[name]
+        coordinate = representative_coordinate(array.shape)
+        try:
+            advice = advise_coordinate_step(array, coordinate, evaluate, steps=steps)
+        except GradCheckError as error:
+            located = AtCoordinate(coordinate=list(coordinate), source=error)
+            raise AtParameter(parameter=name, source=located) from located
+        advised[name] = advice.advised_step
+        records.append(ParameterStepAdvice(name, coordinate, advice))
+    return ProblemStepAdvice(steps=advised, parameters=tuple(records))
+
+
 def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequence[float] = None) -> ProblemStepAdvice:
     """Advise one requested step per parameter of a :class:`GradientProblem`.
 
@@ -379,30 +411,24 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
     The loss value, and so the rounding floor, is shared by all
     coordinates, but the curvature is not: this is one representative
     coordinate's advice, meant as the step for the whole parameter
-    (``gradcheck check --step auto``), not a per-coordinate optimum.
+    (``check_gradients(..., step="auto")`` and ``gradcheck check --step
+    auto``, which validate their whole request first and then advise
+    through :func:`advise_parameter_steps`), not a per-coordinate optimum.
+
+    The problem is validated first as the Taylor test validates it
+    (:func:`~gradcheck_cli.taylor.selected_parameters`: whole finite arrays
+    and gradients, no shared memory).
 
     Parameters
     ----------
     problem : GradientProblem or (objective, parameters, gradients)
     names : sequence of str, optional
-        Restrict to these parameters (in this order); all by default.
+        Restrict to these parameters (the problem's order is kept); all by default.
     steps : sequence of float, optional
         As in :func:`advise_step`; by default each coordinate's own
         :func:`default_steps`.
     """
     from .taylor import selected_parameters
-    from .tensors import sample_tensor_coordinates
 
-    problem, selected = selected_parameters(problem, names)
-    advised, records = {}, []
-
-    def objective(_array):
-        return problem.objective(problem.parameters)
-
-    for name in selected:
-        array = problem.parameters[name]
-        coordinate = sample_tensor_coordinates(array.shape, 1)[0].coordinate
-        advice = advise_coordinate_step(array, coordinate, objective, steps=steps)
-        advised[name] = advice.advised_step
-        records.append(ParameterStepAdvice(name, coordinate, advice))
-    return ProblemStepAdvice(steps=advised, parameters=tuple(records))
+    problem, selected, _ = selected_parameters(problem, names)
+    return advise_parameter_steps(problem.objective, problem.parameters, selected, steps=steps)

@@ -5,12 +5,18 @@ model: an objective ``objective(parameters) -> float``, a mapping of named
 parameter arrays, and a mapping of their analytic gradients. Each array is
 perturbed in place, one selected coordinate at a time, with probes rounded
 once into the array's own dtype (:mod:`gradcheck_cli.dtypes`), and the
-exact original bits are written back after every call, on every path.
+exact original bits are written back after every call, on every path. The
+arrays, the coordinates and the probing are the chapter's tensor check's own
+(:func:`~gradcheck_cli.tensors.parameter_and_gradient`,
+:func:`~gradcheck_cli.tensors.plan_coordinates`,
+:func:`~gradcheck_cli.tensors.probe_coordinate`).
 
 Everything is validated — the mappings, dtypes, shapes, the selected
-coordinates, every probe and every analytic value — before the objective is
-called once, so a bad request is a typed :class:`~gradcheck_cli.errors.GradCheckError`
-and never a partial report.
+coordinates, every probe and every analytic value, that no two parameters
+share memory — before the objective is called once, so a bad request is a
+typed :class:`~gradcheck_cli.errors.GradCheckError` and never a partial
+report. With ``step="auto"`` the probes depend on the advised steps, so they
+alone are validated after the step advice; everything else comes first.
 
 Verdicts
 --------
@@ -18,14 +24,18 @@ Every selected coordinate gets the chapter's :class:`CentralDifference` and
 :class:`GradientComparison`, plus two verdicts no single comparison gives:
 
 * **Kink.** The chapter's :func:`compare_one_sided_slopes` runs at the kink
-  tolerance (default ε^(1/6) of the dtype, see :mod:`gradcheck_cli.dtypes`).
-  When the slopes disagree the coordinate is a *suspected kink*: a corner, a
-  step too large for the local curvature, or rounding damage. The record
-  says whether the analytic value lies between the two slopes (consistent
-  with a subgradient) or outside them. A kink is never evidence that the
-  gradient is right: the coordinate does not pass, whatever the comparison
-  says, so ``passed`` (and the CLI's exit code) report a failure. Choose
-  other coordinates or another step to get evidence there.
+  tolerance. By default it goes with each coordinate's step
+  (:func:`kink_tolerance_for_step`): the dtype's ε^(1/6) at the default
+  step (see :mod:`gradcheck_cli.dtypes`), max(ε^(1/6), √(h / max(1, |θ|)))
+  at a given or advised step h, so that a larger step's curvature is not
+  taken for a kink. When the slopes disagree the coordinate is a *suspected
+  kink*: a corner, a step too large for the local curvature, or rounding
+  damage. The record says whether the analytic value lies between the two
+  slopes (consistent with a subgradient) or outside them. A kink is never
+  evidence that the gradient is right: the coordinate does not pass,
+  whatever the comparison says, so ``passed`` (and the CLI's exit code)
+  report a failure. Choose other coordinates or another step to get
+  evidence there.
 * **Purity.** The center value f(θ) is evaluated once per coordinate with
   every array restored, so all center values must be bit-identical. The
   first one that differs (within a parameter, and across parameters) makes
@@ -39,16 +49,18 @@ across parameters. Passing is evidence for the selected coordinates, probes,
 steps and tolerances only — not a proof of the whole gradient.
 """
 
+import dataclasses
 import math
 import operator
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
+from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
+from .chapter import CHECK_SAMPLES
+from .dtypes import ProbeDtype, probe_dtype
 from .errors import (
     AtParameter,
     DuplicateCoordinate,
@@ -56,12 +68,8 @@ from .errors import (
     GradCheckError,
     InvalidCoordinate,
     InvalidParameterName,
-    InvalidSamples,
-    NonFiniteAnalyticGradient,
-    NonFinitePoint,
     NotAMapping,
     NotCallable,
-    SharedParameterMemory,
     UnexpectedGradient,
     UnknownParameter,
     ZeroSamples,
@@ -70,29 +78,30 @@ from .estimator import (
     CentralDifference,
     GradientComparison,
     OneSidedSlopeComparison,
-    ProbeGeometry,
-    central_difference,
     compare_gradients,
     compare_one_sided_slopes,
     validate_step,
     validate_tolerance,
 )
 from .formatting import rust_debug, rust_list
-from .problem import GradientProblem, selected_names
-from .records import Record
+from .problem import GradientProblem, reject_shared_memory, selected_names
+from .records import Record, same_bits
+from .sampling import validate_samples
 from .tensors import (
     SampledCoordinate,
     at_coordinate,
     element_count,
+    finite_point,
     parameter_and_gradient,
-    probing_objective,
+    plan_coordinates,
+    probe_coordinate,
     sample_tensor_coordinates,
 )
 
 __all__ = [
     "DEFAULT_SAMPLES",
     "ALL_COORDINATES",
-    "VERDICTS",
+    "AUTO_STEP",
     "KinkVerdict",
     "CoordinateCheck",
     "PurityVerdict",
@@ -104,11 +113,11 @@ __all__ = [
 ]
 
 #: Coordinates per parameter unless told otherwise (the deterministic sampler's R).
-DEFAULT_SAMPLES = 16
+DEFAULT_SAMPLES = CHECK_SAMPLES
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"
-#: A coordinate's verdict, in the order a reader should worry about them.
-VERDICTS = ("passed", "failed", "suspected kink")
+#: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
+AUTO_STEP = "auto"
 
 Samples = Union[int, str]
 
@@ -178,11 +187,19 @@ class ParameterCheck(Record):
     requested_samples : int or None
         R for ``"sampled"``; None otherwise.
     step : float or None
-        The requested step of every coordinate of this parameter, or None
-        for the dtype's default ε^(1/3)·max(1, |θ|) (each record holds its
-        own ``difference.requested_step``).
-    tolerance, kink_tolerance : float
-        As used (given, or the dtype's defaults).
+        The requested step of every coordinate of this parameter (given, or
+        advised with ``step="auto"``), or None for the dtype's default
+        ε^(1/3)·max(1, |θ|) (each record holds its own
+        ``difference.requested_step``).
+    tolerance : float
+        As used (given, or the dtype's default).
+    kink_tolerance : float or None
+        The one-sided slopes' tolerance shared by every coordinate (given,
+        or the default that goes with the step, see
+        :func:`kink_tolerance_for_step`); None when the default differs
+        between coordinates (a given or advised step at coordinates of
+        different |θ| > 1). Each record holds its own in
+        ``kink.slopes.tolerance``.
     passed : bool
         Every coordinate passed and the center values are bit-identical.
     purity : PurityVerdict
@@ -196,7 +213,7 @@ class ParameterCheck(Record):
     requested_samples: Optional[int]
     step: Optional[float]
     tolerance: float
-    kink_tolerance: float
+    kink_tolerance: Optional[float]
     passed: bool
     purity: PurityVerdict
     checks: tuple
@@ -217,6 +234,10 @@ class GradientCheckReport(Record):
     purity : PurityVerdict
         The first center value of each parameter compared across parameters.
     parameters : tuple of ParameterCheck, in problem order
+    step_advice : ProblemStepAdvice or None
+        With ``step="auto"``, the advice each parameter's step came from
+        (:func:`~gradcheck_cli.advice.advise_problem_steps`'s record); None
+        otherwise.
     """
 
     passed: bool
@@ -225,11 +246,7 @@ class GradientCheckReport(Record):
     failing_parameters: tuple
     purity: PurityVerdict
     parameters: tuple
-
-    @property
-    def return_code(self) -> int:
-        """The command line's exit code for a completed check: 0 passed, 1 failed."""
-        return 0 if self.passed else 1
+    step_advice: Optional[ProblemStepAdvice]
 
     def parameter(self, name: str) -> ParameterCheck:
         """The :class:`ParameterCheck` named ``name``."""
@@ -249,24 +266,24 @@ class GradientCheckReport(Record):
 
 
 @dataclass(frozen=True)
-class _PlannedCoordinate:
-    sample: SampledCoordinate
-    point: float
-    step: float
-    geometry: ProbeGeometry
-    analytic: float
-
-
-@dataclass(frozen=True)
 class _PlannedParameter:
+    """One selected parameter, validated: its arrays, coordinates and tolerances.
+
+    ``step`` is the given step, None for the dtype's default, or AUTO_STEP
+    until the advice replaces it (and then ``coordinates`` have no probes
+    yet). ``kink_tolerance`` is the given one, or None for the default that
+    goes with each coordinate's step.
+    """
+
     name: str
     array: np.ndarray
+    gradient: np.ndarray
     dtype: ProbeDtype
     selection: str
     requested_samples: Optional[int]
-    step: Optional[float]
+    step: Union[None, float, str]
     tolerance: float
-    kink_tolerance: float
+    kink_tolerance: Optional[float]
     coordinates: tuple
 
 
@@ -276,7 +293,7 @@ def check_gradients(
     gradients: Mapping,
     *,
     samples: Samples = DEFAULT_SAMPLES,
-    step: Union[None, float, Mapping] = None,
+    step: Union[None, float, str, Mapping] = None,
     tolerance: Optional[float] = None,
     kink_tolerance: Union[None, float, Mapping] = None,
     coordinates: Optional[Mapping] = None,
@@ -298,31 +315,36 @@ def check_gradients(
         KeyboardInterrupt included.
     gradients : Mapping[str, np.ndarray]
         The analytic gradient of each checked parameter, same shape, any real
-        dtype (bfloat16 included). A name without a parameter is an error.
+        dtype (bfloat16 included; a real scalar for a 0-d parameter). A name
+        without a parameter is an error.
     samples : int or "all", default 16
         Coordinates per parameter: R for the chapter's deterministic sampler
         (min(R, N) coordinates), or ``"all"`` for every coordinate.
-    step : float or Mapping[str, float], optional
+    step : float, "auto" or Mapping[str, float], optional
         The requested step h for every coordinate, or a mapping from
-        parameter name to the step for that parameter's coordinates (for
-        example the advised steps of
-        :func:`~gradcheck_cli.advice.advise_problem_steps`); a parameter
-        the mapping leaves out gets the default. Default: the dtype's
-        ε^(1/3)·max(1, |θ|) per coordinate.
+        parameter name to the step for that parameter's coordinates (a
+        parameter the mapping leaves out gets the default). ``"auto"``: once
+        the request is validated, each parameter's step is advised at one
+        representative coordinate
+        (:func:`~gradcheck_cli.advice.advise_problem_steps`; about 70
+        objective calls per parameter) and the report keeps the advice in
+        ``step_advice``. Default: the dtype's ε^(1/3)·max(1, |θ|) per
+        coordinate.
     tolerance : float, optional
         Tolerance on the chapter's scaled error. Default: the dtype's ε^(1/3).
     kink_tolerance : float or Mapping[str, float], optional
         Tolerance on the one-sided slopes' scaled gap, for every parameter or
-        by name like ``step`` (for example :func:`kink_tolerance_for_step`
-        of each advised step). Default: the dtype's ε^(1/6).
+        by name like ``step``. Default: the one that goes with each
+        coordinate's step, :func:`kink_tolerance_for_step` (the dtype's
+        ε^(1/6) at the default step).
     coordinates : Mapping[str, iterable of index tuples], optional
         Explicit coordinates for some parameters (in the given order; an int
         is accepted for a 1-D parameter); the others are sampled.
     names : iterable of str, optional
         Check only these parameters (the problem's order is kept).
     progress : callable (done, total) -> None, optional
-        Called with (0, total) before the first objective call and after
-        every checked coordinate.
+        Called with (0, total) before the first objective call (and so
+        before any step advice) and after every checked coordinate.
 
     Returns
     -------
@@ -333,8 +355,10 @@ def check_gradients(
     GradCheckError
         Before any objective call, for anything wrong with the request
         (wrapped in AtParameter, and AtCoordinate where a coordinate is at
-        fault). During the check, a non-finite or non-scalar objective value
-        is AtParameter(AtCoordinate(...)). Exceptions raised by the objective
+        fault); with ``step="auto"``, a probe that the advised step makes
+        invalid is refused after the advice, before the first check. During
+        the check, a non-finite or non-scalar objective value is
+        AtParameter(AtCoordinate(...)). Exceptions raised by the objective
         propagate unchanged, with every array restored.
     """
     plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names)
@@ -348,24 +372,24 @@ def check_gradients(
     done = 0
     if progress is not None:
         progress(done, total)
+    step_advice = None
+    if _is_auto(step):
+        step_advice = advise_parameter_steps(objective, parameters, [planned.name for planned in plan])
+        plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
+
     parameter_checks = []
     for planned in plan:
         records = []
         for coordinate in planned.coordinates:
-            index = coordinate.sample.coordinate
-            evaluate = probing_objective(planned.array, index, evaluate_objective)
             try:
-                difference = central_difference(coordinate.point, coordinate.step, evaluate, coordinate.geometry)
-                comparison = compare_gradients(coordinate.analytic, difference.derivative, planned.tolerance)
-                slopes = compare_one_sided_slopes(difference, planned.kink_tolerance)
+                records.append(_check_coordinate(planned, coordinate, evaluate_objective))
             except GradCheckError as error:
-                located = at_coordinate(index, error)
-                raise AtParameter(parameter=planned.name, source=located) from located
-            records.append(_coordinate_check(coordinate.sample, difference, comparison, slopes))
+                raise AtParameter(parameter=planned.name, source=error) from error
             done += 1
             if progress is not None:
                 progress(done, total)
         purity = _purity([(planned.name, record) for record in records])
+        kink_tolerances = {record.kink.slopes.tolerance for record in records}
         parameter_checks.append(
             ParameterCheck(
                 name=planned.name,
@@ -375,7 +399,7 @@ def check_gradients(
                 requested_samples=planned.requested_samples,
                 step=planned.step,
                 tolerance=planned.tolerance,
-                kink_tolerance=planned.kink_tolerance,
+                kink_tolerance=kink_tolerances.pop() if len(kink_tolerances) == 1 else None,
                 passed=purity.pure and all(record.passed for record in records),
                 purity=purity,
                 checks=tuple(records),
@@ -391,6 +415,7 @@ def check_gradients(
         failing_parameters=failing,
         purity=across,
         parameters=tuple(parameter_checks),
+        step_advice=step_advice,
     )
 
 
@@ -402,26 +427,52 @@ def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
     ε^(1/6) is the geometric midpoint of the two at the default step
     ε^(1/3)·max(1, |θ|); at another step the midpoint is √(h / max(1, |θ|)).
     Never tighter than the default, so only a step larger than the default
-    loosens it (``gradcheck check --step auto`` uses this with each advised step:
-    a parameter whose loss is quadratic is advised the largest step tried,
-    where ε^(1/6) would take curvature for a kink).
+    loosens it. :func:`check_gradients` uses it for every coordinate whose
+    kink tolerance is not given: a given step far above the default, or an
+    advised one (a parameter whose loss is quadratic is advised the largest
+    step tried), would otherwise have its curvature taken for a kink.
 
     Parameters
     ----------
     step : float
         The requested step h, positive and finite.
     point : float
-        The θ the step was chosen for (the advice's representative coordinate).
-    dtype : numpy dtype or str
+        The coordinate's θ.
+    dtype : ProbeDtype, numpy dtype or str
         The parameter's dtype (float64, float32 or bfloat16).
     """
+    dtype = dtype if isinstance(dtype, ProbeDtype) else probe_dtype(dtype)
     relative = validate_step(step) / max(1.0, abs(float(point)))
-    return max(probe_dtype(dtype).kink_tolerance, math.sqrt(relative))
+    return max(dtype.kink_tolerance, math.sqrt(relative))
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
-    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options)."""
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options).
+
+    ``check_problem(problem, step="auto")`` is ``gradcheck check --step auto``.
+    """
     return check_gradients(problem.objective, problem.parameters, problem.gradients, **options)
+
+
+def _is_auto(step) -> bool:
+    return isinstance(step, str) and step == AUTO_STEP
+
+
+def _check_coordinate(planned: _PlannedParameter, coordinate, evaluate_objective) -> CoordinateCheck:
+    """Probe one planned coordinate and give its verdicts; errors come wrapped in AtCoordinate."""
+    difference = probe_coordinate(planned.array, coordinate, evaluate_objective)
+    if planned.kink_tolerance is not None:
+        kink_tolerance = planned.kink_tolerance
+    elif planned.step is None:
+        kink_tolerance = planned.dtype.kink_tolerance  # exactly ε^(1/6) at the default step
+    else:
+        kink_tolerance = kink_tolerance_for_step(coordinate.step, coordinate.point, planned.dtype)
+    try:
+        comparison = compare_gradients(coordinate.analytic, difference.derivative, planned.tolerance)
+        slopes = compare_one_sided_slopes(difference, kink_tolerance)
+    except GradCheckError as error:
+        raise at_coordinate(coordinate.sample.coordinate, error) from error
+    return _coordinate_check(coordinate.sample, difference, comparison, slopes)
 
 
 def _coordinate_check(sample, difference, comparison, slopes) -> CoordinateCheck:
@@ -443,10 +494,6 @@ def _coordinate_check(sample, difference, comparison, slopes) -> CoordinateCheck
     )
 
 
-def _bits(value: float) -> bytes:
-    return struct.pack("<d", value)
-
-
 def _where(parameter: str, coordinate: tuple) -> str:
     return f"{parameter}{rust_list(coordinate)}"
 
@@ -457,7 +504,7 @@ def _purity(entries: list) -> PurityVerdict:
     reference_value = reference.difference.center_value
     for parameter, record in entries[1:]:
         value = record.difference.center_value
-        if _bits(value) != _bits(reference_value):
+        if not same_bits(value, reference_value):
             message = (
                 "the objective is nondeterministic or stateful: with every parameter restored, "
                 f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
@@ -491,7 +538,8 @@ def _purity(entries: list) -> PurityVerdict:
     )
 
 
-# Validation: everything below runs before the first objective call.
+# Validation: everything below runs before the first objective call, except _probed_at, which
+# validates the probes at the advised steps after the advice and before the first checked coordinate.
 
 
 def _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names) -> list:
@@ -502,7 +550,7 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
     for name in gradients:
         if name not in parameters:
             raise UnexpectedGradient(name=name)
-    steps = _per_parameter("step", step, validate_step, parameters)
+    steps = AUTO_STEP if _is_auto(step) else _per_parameter("step", step, validate_step, parameters)
     if tolerance is not None:
         tolerance = validate_tolerance(tolerance)
     kink_tolerances = _per_parameter("kink_tolerance", kink_tolerance, validate_tolerance, parameters)
@@ -532,7 +580,7 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
             )
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
-    _reject_shared_memory(plan, parameters)
+    reject_shared_memory(parameters, selected)
     return plan
 
 
@@ -565,17 +613,7 @@ def _per_parameter(role: str, value, validate: Callable, parameters: Mapping):
 def _validated_samples(samples) -> Samples:
     if isinstance(samples, str) and samples == ALL_COORDINATES:
         return ALL_COORDINATES
-    if isinstance(samples, bool):
-        raise InvalidSamples(samples=repr(samples))
-    try:
-        count = operator.index(samples)
-    except TypeError:
-        raise InvalidSamples(samples=repr(samples)) from None
-    if count == 0:
-        raise ZeroSamples()
-    if count < 0:
-        raise InvalidSamples(samples=repr(count))
-    return count
+    return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
 
 
 def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance) -> _PlannedParameter:
@@ -593,34 +631,39 @@ def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kin
         selection, requested = "sampled", samples
         samples_selected = sample_tensor_coordinates(array.shape, samples)
 
-    planned = []
-    for sample in samples_selected:
-        index = sample.coordinate
-        point = float(array[index])
+    if _is_auto(step):
+        # The probes wait for the advised step; θ must be finite where the advice will probe too.
+        planned = plan_coordinates(array, gradient, samples_selected, dtype, probes=False)
+        representative = representative_coordinate(array.shape)
         try:
-            if not math.isfinite(point):
-                # Before the default step, which a non-finite θ would make non-finite too.
-                raise NonFinitePoint(point=point)
-            coordinate_step = step if step is not None else dtype.default_step(point)
-            geometry = dtype_perturbations(point, coordinate_step, dtype)
+            finite_point(array, representative)
         except GradCheckError as error:
-            raise at_coordinate(index, error) from error
-        analytic = float(gradient[index])
-        if not math.isfinite(analytic):
-            raise at_coordinate(index, NonFiniteAnalyticGradient(value=analytic))
-        planned.append(_PlannedCoordinate(sample, point, coordinate_step, geometry, analytic))
+            raise at_coordinate(representative, error) from error
+    else:
+        planned = plan_coordinates(array, gradient, samples_selected, dtype, step)
 
     return _PlannedParameter(
         name=name,
         array=array,
+        gradient=gradient,
         dtype=dtype,
         selection=selection,
         requested_samples=requested,
         step=step,
         tolerance=dtype.tolerance if tolerance is None else tolerance,
-        kink_tolerance=dtype.kink_tolerance if kink_tolerance is None else kink_tolerance,
-        coordinates=tuple(planned),
+        kink_tolerance=kink_tolerance,
+        coordinates=planned,
     )
+
+
+def _probed_at(planned: _PlannedParameter, step: float) -> _PlannedParameter:
+    """``planned`` at the advised ``step``, its probes validated (AtParameter if one is invalid)."""
+    samples = [coordinate.sample for coordinate in planned.coordinates]
+    try:
+        coordinates = plan_coordinates(planned.array, planned.gradient, samples, planned.dtype, step)
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+    return dataclasses.replace(planned, step=step, coordinates=coordinates)
 
 
 def _explicit_coordinates(listed, shape: tuple) -> list:
@@ -658,25 +701,3 @@ def _index_tuple(item, shape: tuple) -> tuple:
     if not in_range:
         raise InvalidCoordinate(coordinate=rust_list(coordinate), shape=list(shape))
     return coordinate
-
-
-def _reject_shared_memory(plan: list, parameters: Mapping) -> None:
-    arrays = [(name, value) for name, value in parameters.items() if isinstance(value, np.ndarray)]
-    for planned in plan:
-        for name, other in arrays:
-            if name != planned.name and _overlap(planned.array, other):
-                first, second = sorted((planned.name, name), key=list(parameters).index)
-                raise SharedParameterMemory(first=first, second=second)
-
-
-_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
-
-
-def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
-    if not np.may_share_memory(first, second):
-        return False
-    try:
-        return bool(np.shares_memory(first, second, max_work=100_000))
-    except _TOO_HARD:
-        # Too costly to decide exactly: refuse rather than perturb two parameters at once.
-        return True

@@ -721,11 +721,6 @@ def sample(output_format, shape, max_samples):
     run(output_format, compute)
 
 
-#: ``check --samples`` default: check.DEFAULT_SAMPLES (not imported here: check.py imports numpy).
-CHECK_SAMPLES = 16
-#: ``taylor --seed`` default: taylor.DEFAULT_SEED.
-TAYLOR_SEED = 0
-
 _PROBLEM_HELP = (
     "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
     "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
@@ -763,7 +758,7 @@ def _problem_argument(command):
 @click.option(
     "--samples",
     type=SampleCount(),
-    default=CHECK_SAMPLES,
+    default=chapter.CHECK_SAMPLES,
     metavar="N|all",
     help="Coordinates per parameter (the chapter's deterministic sampler), or all of them.",
 )
@@ -772,8 +767,8 @@ def _problem_argument(command):
     type=StepOrAuto(),
     metavar="H|auto",
     help="The requested step h for every coordinate, or auto: each parameter at the step advised "
-    "for one representative coordinate (and a kink tolerance to match, max(ε^(1/6), √(h/max(1, |θ|)))). "
-    "Default: ε^(1/3)·max(1, |θ|) of the parameter's dtype.",
+    "for one representative coordinate. Default: ε^(1/3)·max(1, |θ|) of the parameter's dtype. "
+    "The kink tolerance goes with the step: max(ε^(1/6), √(h/max(1, |θ|))).",
 )
 @click.option(
     "--tolerance",
@@ -791,35 +786,12 @@ def check(output_format, problem, samples, step, tolerance, names):
         from .check import check_problem
 
         selected = list(names) or None
-        sections, steps, kink_tolerances = [], step, None
         with user_problem(problem) as loaded:
-            if step == "auto":
-                from .advice import advise_problem_steps
-                from .check import kink_tolerance_for_step
-
-                advice = advise_problem_steps(loaded, names=selected)
-                sections.append(render.problem_step_advice(advice))
-                steps = advice.steps
-                # An advised step can be far above the default (the largest step tried, for a
-                # parameter the loss is quadratic in): the kink test must go with the step.
-                kink_tolerances = {
-                    record.name: kink_tolerance_for_step(
-                        record.advice.advised_step, record.advice.point, loaded.parameters[record.name].dtype
-                    )
-                    for record in advice.parameters
-                }
             with render.ProgressBar("checking coordinates") as progress:
                 report = check_problem(
-                    loaded,
-                    samples=samples,
-                    step=steps,
-                    tolerance=tolerance,
-                    kink_tolerance=kink_tolerances,
-                    names=selected,
-                    progress=progress,
+                    loaded, samples=samples, step=step, tolerance=tolerance, names=selected, progress=progress
                 )
-        sections.append(render.check(report))
-        return Report(sections, (report.passed,))
+        return Report((render.check(report),), (report.passed,))
 
     run(output_format, compute)
 
@@ -839,7 +811,7 @@ def check(output_format, problem, samples, step, tolerance, names):
 )
 @_problem_argument
 @_PARAM_OPTION
-@click.option("--seed", type=int, default=TAYLOR_SEED, help="Selects the deterministic direction d.")
+@click.option("--seed", type=int, default=chapter.TAYLOR_SEED, help="Selects the deterministic direction d.")
 @click.option(
     "--plot",
     type=_PLOT_FILE,

@@ -58,7 +58,10 @@ With ε the dtype's machine epsilon (2⁻⁵², 2⁻²³, 2⁻⁷):
   ε^(1/3) for unit curvature at the default step; across a kink they differ
   by the jump in slope, of order 1. ε^(1/6) is again the geometric midpoint
   (headroom 406, 14, 2.2). float64: 2.46e-3, float32: 7.02e-2,
-  bfloat16: 0.445.
+  bfloat16: 0.445. This is the kink tolerance at the default step; at a
+  larger step h the midpoint moves up to √(h / max(1, |θ|)), which
+  :func:`~gradcheck_cli.check.check_gradients` uses by default per
+  coordinate (:func:`~gradcheck_cli.check.kink_tolerance_for_step`).
 
 None of these is universally right (the chapter's scan shows why); every one
 can be overridden.
@@ -68,7 +71,7 @@ Imports
 This module is the single source of every dtype's format, ε and name, for
 tensors and for scalar step advice alike, so it imports only ``math`` and
 ``fractions``: numpy is loaded by :func:`probe_dtype` only to normalise a
-dtype that is not already one of the names in :data:`SUPPORTED_DTYPES` or
+dtype that is not already one of the names in :data:`PROBE_DTYPES` or
 Python's ``float``.
 """
 
@@ -81,13 +84,11 @@ from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_st
 from .records import Record
 
 __all__ = [
-    "SUPPORTED_DTYPES",
+    "PROBE_DTYPES",
     "ProbeDtype",
     "probe_dtype",
     "dtype_perturbations",
 ]
-
-SUPPORTED_DTYPES = ("float64", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,7 @@ def _probe_dtype(name, significand_bits, min_exponent, max_exponent) -> ProbeDty
     )
 
 
+#: Every supported dtype by name, most precise first.
 PROBE_DTYPES = {
     "float64": _probe_dtype("float64", 53, -1022, 1023),
     "float32": _probe_dtype("float32", 24, -126, 127),

@@ -460,12 +460,12 @@ class UnexpectedGradient(GradCheckError):
 
 
 class InvalidSamples(GradCheckError):
-    """The samples request is neither a positive whole number nor "all"."""
+    """The sample count is not a positive whole number (nor "all", where that is accepted)."""
 
-    fields = ("samples",)
+    fields = ("role", "samples", "expected")
 
     def describe(self):
-        return f'samples per parameter must be a positive whole number or "all", got {self.samples}'
+        return f"{self.role} must be {self.expected}, got {self.samples}"
 
 
 class InvalidCoordinate(GradCheckError):

@@ -1,17 +1,20 @@
 """Three-point finite differences from the actual floating-point probes.
 
-Scalar work only: this module imports nothing but ``math``. The chapter's
+Scalar work only: this module imports nothing but the standard library's
+``math`` and ``numbers`` (never numpy). The chapter's
 rule throughout is that the derivative uses the distances to the probes the
 computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 """
 
 import math
+import numbers
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from .errors import (
     InvalidActualSpacing,
     InvalidStep,
+    InvalidStepSequence,
     InvalidTolerance,
     NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
@@ -32,6 +35,7 @@ __all__ = [
     "OneSidedSlopeComparison",
     "ScalarGradientCheck",
     "validate_step",
+    "validate_steps",
     "validate_tolerance",
     "perturbations",
     "probe_geometry",
@@ -118,6 +122,19 @@ def validate_step(step: float) -> float:
     return step
 
 
+def validate_steps(steps: Sequence[float]) -> tuple:
+    """``steps`` as a tuple of floats if they are at least two valid steps in strictly decreasing order.
+
+    Each step is checked first (InvalidStep names the first bad one), then
+    the sequence (InvalidStepSequence): the step advice and the Taylor test
+    both walk from the largest step down.
+    """
+    steps = tuple(validate_step(step) for step in steps)
+    if len(steps) < 2 or any(later >= earlier for earlier, later in zip(steps, steps[1:])):
+        raise InvalidStepSequence(steps=list(steps))
+    return steps
+
+
 def validate_tolerance(tolerance: float) -> float:
     """Return ``tolerance`` as a float if it is finite and nonnegative, else raise InvalidTolerance."""
     tolerance = float(tolerance)
@@ -202,15 +219,28 @@ def _evaluated(side: str, value) -> float:
 
 
 def real_scalar(side: str, value) -> float:
-    """``value`` as a float if it is one real number (a 0-d array or numpy scalar too), else NonScalarEvaluation."""
+    """``value`` as a float if it is one real number (a 0-d array or numpy scalar too), else NonScalarEvaluation.
+
+    A complex value is refused even when its imaginary part is zero, whatever
+    its type: Python's ``complex``, numpy's ``complex64`` (not a ``complex``
+    subclass), or a 0-d complex array. ``float()`` of the numpy ones would
+    quietly keep the real part.
+    """
     shape = getattr(value, "shape", ())
-    if shape == () and not isinstance(value, (complex, str, bytes)):
+    if shape == () and not (isinstance(value, (str, bytes)) or _is_complex(value)):
         try:
             return float(value)
         except (TypeError, ValueError):
             pass
     described = type(value).__name__ + (f" of shape {tuple(shape)}" if shape != () else "")
     raise NonScalarEvaluation(side=side, returned=described)
+
+
+def _is_complex(value) -> bool:
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "kind", None) == "c":
+        return True
+    return isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real)
 
 
 def difference_from_values(

@@ -40,8 +40,6 @@ __all__ = [
 LISTED_VALUES = 1024
 
 ANALYTIC_PATH = "local-row-max-exp-sum-normalize-target-gradient"
-OBJECTIVE_PATH = "indexed-mean-nll"
-SHARED_PRIMITIVES = ("f64-exp", "frozen-inputs-and-targets")
 
 
 def chapter_logits() -> np.ndarray:

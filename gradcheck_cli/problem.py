@@ -31,10 +31,11 @@ from .errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
+    SharedParameterMemory,
     UnknownParameter,
 )
 
-__all__ = ["GradientProblem", "as_problem", "load_problem", "selected_names"]
+__all__ = ["GradientProblem", "as_problem", "load_problem", "selected_names", "reject_shared_memory"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,36 @@ def selected_names(parameters: Mapping, gradients: Mapping, names=None) -> list:
         if name not in gradients:
             raise MissingGradient(name=name)
     return selected
+
+
+def reject_shared_memory(parameters: Mapping, names) -> None:
+    """SharedParameterMemory if a named parameter shares memory with any other parameter array.
+
+    Perturbing one coordinate of ``names[i]`` must perturb nothing else the
+    objective reads, so each named array is compared with every array in
+    ``parameters``, unselected ones included. The pair is named in the
+    problem's order.
+    """
+    arrays = [(name, value) for name, value in parameters.items() if isinstance(value, np.ndarray)]
+    order = list(parameters)
+    for name in names:
+        for other, array in arrays:
+            if other != name and _overlap(parameters[name], array):
+                first, second = sorted((name, other), key=order.index)
+                raise SharedParameterMemory(first=first, second=second)
+
+
+_TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
+
+
+def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
+    if not np.may_share_memory(first, second):
+        return False
+    try:
+        return bool(np.shares_memory(first, second, max_work=100_000))
+    except _TOO_HARD:
+        # Too costly to decide exactly: refuse rather than perturb two parameters at once.
+        return True
 
 
 def load_problem(reference: str) -> GradientProblem:

@@ -2,8 +2,24 @@
 
 import dataclasses
 import math
+import struct
 
-__all__ = ["Record", "json_ready"]
+__all__ = ["Record", "json_ready", "float_bits", "same_bits"]
+
+
+def float_bits(value: float) -> int:
+    """The IEEE binary64 bit pattern of ``value`` as an unsigned integer.
+
+    Unlike ``==``, it tells −0.0 from 0.0 and one NaN payload from another,
+    and NaN equals itself: what "the objective returned the same value"
+    means when checking purity.
+    """
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def same_bits(first: float, second: float) -> bool:
+    """Whether two floats are bit-identical (see :func:`float_bits`)."""
+    return float_bits(first) == float_bits(second)
 
 
 def json_ready(value):

@@ -45,7 +45,6 @@ __all__ = [
     "sample",
     "rejected",
     "check",
-    "problem_step_advice",
     "step_advice",
     "taylor",
     "write_interrupted",
@@ -251,12 +250,40 @@ def _coordinate_label(name: str, coordinate) -> str:
     return f"{name}{rust_list(coordinate)}"
 
 
-def _coordinate_verdict(record) -> str:
+#: How a parameter checked at each coordinate's default step names that step.
+DEFAULT_STEP = "ε^(1/3)·max(1, |θ|)"
+
+
+def coordinate_verdict(record, short: bool = False) -> str:
+    """A coordinate's verdict; at a suspected kink, where the analytic value lies against the slopes."""
     if not record.kink.suspected:
         return record.verdict
-    if record.kink.analytic_between_slopes:
-        return f"{record.verdict}, analytic between the one-sided slopes (consistent with a subgradient)"
-    return f"{record.verdict}, analytic outside the one-sided slopes"
+    between = record.kink.analytic_between_slopes
+    where = "between" if between else "outside"
+    if short:
+        return f"kink, {where} slopes"
+    return f"{record.verdict}, analytic {where} the one-sided slopes" + (
+        " (consistent with a subgradient)" if between else ""
+    )
+
+
+def check_summary(report) -> str:
+    """A GradientCheckReport's outcome in one clause (the table's last line, the pytest helper's first)."""
+    if report.passed:
+        return f"all {report.checked} coordinates passed"
+    reasons = []
+    if report.failed:
+        reasons.append(f"{report.failed} of {report.checked} coordinates did not pass")
+    if report.impurities():
+        reasons.append("the objective is not pure (its center values differ)")
+    return f"{' and '.join(reasons)} in {', '.join(report.failing_parameters) or 'the check across parameters'}"
+
+
+def kink_tolerance_text(parameter, number=None) -> str:
+    """A parameter's kink tolerance, or ``per-coordinate`` when each coordinate's step sets its own."""
+    if parameter.kink_tolerance is None:
+        return "per-coordinate"
+    return (number or _error)(parameter.kink_tolerance)
 
 
 def _purity_line(label: str, purity) -> str:
@@ -270,12 +297,12 @@ def _parameter_line(parameter) -> str:
     step = "default" if parameter.step is None else _spacing(parameter.step)
     return (
         f"parameter {parameter.name}: dtype={parameter.dtype} shape={rust_list(parameter.shape)} {selection} "
-        f"step={step} tolerance={_error(parameter.tolerance)} kink_tolerance={_error(parameter.kink_tolerance)}"
+        f"step={step} tolerance={_error(parameter.tolerance)} kink_tolerance={kink_tolerance_text(parameter)}"
     )
 
 
 def _check_lines(report) -> list:
-    lines = []
+    lines = [] if report.step_advice is None else _problem_step_advice_lines(report.step_advice)
     for parameter in report.parameters:
         lines.append(_parameter_line(parameter))
         for record in parameter.checks:
@@ -283,7 +310,7 @@ def _check_lines(report) -> list:
             lines += check_lines(label, record)
             if record.kink.suspected:
                 lines.append(slopes_line(f"{label} one-sided slopes", record.kink.slopes))
-            lines.append(f"{label} verdict: {_coordinate_verdict(record)}")
+            lines.append(f"{label} verdict: {coordinate_verdict(record)}")
         failed = sum(1 for record in parameter.checks if not record.passed)
         lines.append(_purity_line(f"{parameter.name} purity", parameter.purity))
         lines.append(
@@ -576,10 +603,8 @@ def _nll_table(example):
 
 
 def _coordinate_verdict_cell(record):
-    if not record.kink.suspected:
-        return _text(record.verdict, None if record.passed else "red")
-    where = "between" if record.kink.analytic_between_slopes else "outside"
-    return _text(f"kink, {where} slopes", "yellow")
+    style = "yellow" if record.kink.suspected else (None if record.passed else "red")
+    return _text(coordinate_verdict(record, short=True), style)
 
 
 def _parameter_table(parameter):
@@ -587,7 +612,7 @@ def _parameter_table(parameter):
         selection = f"{len(parameter.checks)} sampled coordinates (R = {parameter.requested_samples})"
     else:
         selection = f"{len(parameter.checks)} coordinates ({parameter.selection})"
-    step = "ε^(1/3)·max(1, |θ|)" if parameter.step is None else rust_debug(parameter.step)
+    step = DEFAULT_STEP if parameter.step is None else rust_debug(parameter.step)
     table = _table(
         f"{parameter.name}: {parameter.dtype} {rust_list(parameter.shape)}, {selection}, step {step}, "
         f"tolerance {compact_scientific(parameter.tolerance)}",
@@ -615,14 +640,11 @@ def _parameter_table(parameter):
 
 
 def _check_table(report):
-    if report.passed:
-        summary = _text(f"✓ all {report.checked} coordinates passed", "bold green")
-    else:
-        failing = ", ".join(report.failing_parameters) or "purity across parameters"
-        summary = _text(f"✗ {report.failed} of {report.checked} coordinates did not pass: {failing}", "bold red")
+    summary = _text(("✓ " if report.passed else "✗ ") + check_summary(report), "bold " + ("green" if report.passed else "red"))
     notes = [_text(f"Across parameters: {report.purity.message}.")]
     notes += [_text(purity.message, "bold red") for purity in report.impurities()]
-    return _group(*(_parameter_table(parameter) for parameter in report.parameters), *notes, summary)
+    advice = [] if report.step_advice is None else [_problem_step_advice_table(report.step_advice)]
+    return _group(*advice, *(_parameter_table(parameter) for parameter in report.parameters), *notes, summary)
 
 
 def _step_estimates_table(title: str, advice):
@@ -773,23 +795,13 @@ def rejected(errors: Mapping[str, Exception]) -> Section:
 
 
 def check(report) -> Section:
-    """A GradientCheckReport: every coordinate's records and verdict, purity, and the summary."""
+    """A GradientCheckReport: the step advice (``--step auto``), every coordinate's records and verdict, purity, and the summary."""
     return Section("check", report, lambda: _check_lines(report), lambda: _check_table(report))
 
 
 def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:
     """A StepAdvice: every requested step's estimate and regime, then the advised step."""
     return Section(key, advice, lambda: _step_advice_lines(key, advice), lambda: _step_estimates_table(title, advice))
-
-
-def problem_step_advice(problem_advice) -> Section:
-    """A ProblemStepAdvice (``check --step auto``): one line per parameter."""
-    return Section(
-        "step_advice",
-        problem_advice,
-        lambda: _problem_step_advice_lines(problem_advice),
-        lambda: _problem_step_advice_table(problem_advice),
-    )
 
 
 def taylor(result) -> Section:

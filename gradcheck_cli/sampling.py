@@ -9,12 +9,13 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from .errors import EmptyTensor, InvalidShape, ShapeOverflow, ZeroSamples
+from .errors import EmptyTensor, InvalidSamples, InvalidShape, ShapeOverflow, ZeroSamples
 from .records import Record
 
 __all__ = [
     "MAX_ELEMENTS",
     "SampledCoordinate",
+    "validate_samples",
     "element_count",
     "coordinate_from_offset",
     "sample_tensor_coordinates",
@@ -30,6 +31,28 @@ class SampledCoordinate(Record):
 
     flat_index: int
     coordinate: tuple
+
+
+def validate_samples(samples, role: str = "requested samples", expected: str = "a positive whole number") -> int:
+    """``samples`` as a Python int R ≥ 1, else a typed error.
+
+    Anything ``operator.index`` accepts counts (``np.int64(3)`` too, returned
+    as the int 3, so that results stay JSON-ready and the sampler's integer
+    arithmetic exact), except a bool. Zero is the chapter's ZeroSamples;
+    anything else, negative numbers included, is InvalidSamples naming
+    ``role`` and ``expected``.
+    """
+    if isinstance(samples, bool):
+        raise InvalidSamples(role=role, samples=repr(samples), expected=expected)
+    try:
+        count = operator.index(samples)
+    except TypeError:
+        raise InvalidSamples(role=role, samples=repr(samples), expected=expected) from None
+    if count == 0:
+        raise ZeroSamples()
+    if count < 0:
+        raise InvalidSamples(role=role, samples=repr(count), expected=expected)
+    return count
 
 
 def _validated_shape(shape: Sequence[int]) -> tuple:
@@ -71,14 +94,13 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
     shape : sequence of int
         The tensor's extents, rank ≥ 0.
     max_samples : int
-        R ≥ 1.
+        R ≥ 1 (see :func:`validate_samples`).
 
     Returns
     -------
     list of SampledCoordinate, length S, flat offsets strictly ascending.
     """
-    if operator.index(max_samples) < 1:
-        raise ZeroSamples()
+    max_samples = validate_samples(max_samples)
     shape = _validated_shape(shape)
     elements = element_count(shape)
     if elements == 0:

@@ -22,9 +22,7 @@ from typing import Callable, Sequence
 from .estimator import ScalarGradientCheck, scalar_gradient_check, validate_tolerance
 from .records import Record
 
-__all__ = ["REGIMES", "StepScanRecord", "error_regimes", "step_scan"]
-
-REGIMES = ("truncation", "converging", "trusted range", "rounding", "crossover")
+__all__ = ["StepScanRecord", "error_regimes", "step_scan"]
 
 
 @dataclass(frozen=True)

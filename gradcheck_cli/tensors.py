@@ -1,13 +1,20 @@
-"""The sampled tensor gradient check.
+"""The sampled tensor gradient check, and the per-coordinate steps it shares with check.py.
 
 It perturbs the caller's own array in place, through any view, and restores
 the exact original bits on every path, exceptions and KeyboardInterrupt
 included. The coordinates come from :mod:`sampling` (re-exported here).
+
+The chapter's :func:`sampled_tensor_gradient_check` and the multi-parameter
+:func:`~gradcheck_cli.check.check_gradients` are built from the same three
+pieces, so that they validate and probe identically:
+:func:`parameter_and_gradient` (the two arrays), :func:`plan_coordinates`
+(every selected coordinate, before the first objective call) and
+:func:`probe_coordinate` (one coordinate's three calls).
 """
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -17,6 +24,7 @@ from .errors import (
     GradCheckError,
     GradientShapeMismatch,
     NonFiniteAnalyticGradient,
+    NonFinitePoint,
     NotAnArray,
     ReadOnlyArray,
     UnsupportedDtype,
@@ -24,21 +32,32 @@ from .errors import (
 from .estimator import (
     CentralDifference,
     GradientComparison,
+    ProbeGeometry,
     central_difference,
     compare_gradients,
     validate_step,
     validate_tolerance,
 )
 from .records import Record
-from .sampling import SampledCoordinate, coordinate_from_offset, element_count, sample_tensor_coordinates
+from .sampling import (
+    SampledCoordinate,
+    coordinate_from_offset,
+    element_count,
+    sample_tensor_coordinates,
+    validate_samples,
+)
 
 __all__ = [
     "SampledCoordinate",
     "CoordinateGradientCheck",
     "TensorGradientCheck",
+    "PlannedCoordinate",
     "element_count",
     "coordinate_from_offset",
     "sample_tensor_coordinates",
+    "parameter_and_gradient",
+    "plan_coordinates",
+    "probe_coordinate",
     "sampled_tensor_gradient_check",
 ]
 
@@ -61,6 +80,23 @@ class TensorGradientCheck(Record):
     requested_samples: int
     passed: bool
     checks: tuple
+
+
+@dataclass(frozen=True)
+class PlannedCoordinate:
+    """One selected coordinate, validated before the first objective call.
+
+    ``point`` is θ as stored, ``analytic`` the candidate there (both finite),
+    ``step`` the requested h and ``geometry`` its probes in the array's own
+    dtype; ``step`` and ``geometry`` are None when the step is still to be
+    chosen (:func:`plan_coordinates` with ``probes=False``).
+    """
+
+    sample: SampledCoordinate
+    point: float
+    analytic: float
+    step: Optional[float]
+    geometry: Optional[ProbeGeometry]
 
 
 def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
@@ -88,7 +124,8 @@ def parameter_and_gradient(parameters, analytic) -> tuple:
 
     The parameters must be a writable float64, float32 or bfloat16 array;
     the gradient a real array of the same shape (a scalar is accepted for a
-    0-d parameter: ``np.cos(np.array(0.0))`` is one).
+    0-d parameter: ``np.cos(np.array(0.0))`` is one, and is returned as a
+    0-d array).
     """
     dtype = writable_parameters(parameters)
     if isinstance(analytic, (np.generic, float, int)) and not isinstance(analytic, bool):
@@ -102,6 +139,67 @@ def parameter_and_gradient(parameters, analytic) -> tuple:
 def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
     """Wrap ``error`` with the coordinate it happened at."""
     return AtCoordinate(coordinate=list(coordinate), source=error)
+
+
+def finite_point(parameters: np.ndarray, index: tuple) -> float:
+    """θ = ``parameters[index]`` as a float; NonFinitePoint (not yet wrapped) if it is NaN or infinite."""
+    point = float(parameters[index])
+    if not math.isfinite(point):
+        raise NonFinitePoint(point=point)
+    return point
+
+
+def plan_coordinates(
+    parameters: np.ndarray,
+    analytic: np.ndarray,
+    samples,
+    dtype: ProbeDtype,
+    step: Optional[float] = None,
+    *,
+    probes: bool = True,
+) -> tuple:
+    """Validate every selected coordinate before the first objective call, in selection order.
+
+    At each coordinate, in the chapter's order: θ must be finite, its probes
+    at the requested step must be valid in ``dtype``'s arithmetic
+    (:func:`~gradcheck_cli.dtypes.dtype_perturbations`), and the analytic
+    value must be finite. The first failure is raised wrapped in
+    :class:`AtCoordinate`.
+
+    Parameters
+    ----------
+    parameters, analytic : np.ndarray, same shape
+        Already validated by :func:`parameter_and_gradient`.
+    samples : iterable of SampledCoordinate
+    dtype : ProbeDtype
+        The dtype of ``parameters``.
+    step : float, optional
+        A validated requested step h for every coordinate; None for the
+        dtype's default ε^(1/3)·max(1, |θ|) per coordinate.
+    probes : bool, default True
+        False while the step is still to be chosen: θ and the analytic
+        value are validated, and ``step`` and ``geometry`` are left None.
+
+    Returns
+    -------
+    tuple of PlannedCoordinate
+    """
+    planned = []
+    for sample in samples:
+        index = sample.coordinate
+        coordinate_step = geometry = None
+        try:
+            point = finite_point(parameters, index)
+            if probes:
+                coordinate_step = dtype.default_step(point) if step is None else step
+                geometry = dtype_perturbations(point, coordinate_step, dtype)
+            analytic_value = float(analytic[index])
+            if not math.isfinite(analytic_value):
+                raise NonFiniteAnalyticGradient(value=analytic_value)
+        except GradCheckError as error:
+            raise at_coordinate(index, error) from error
+        planned.append(PlannedCoordinate(sample, point, analytic_value, coordinate_step, geometry))
+    return tuple(planned)
 
 
 def probing_objective(parameters: np.ndarray, index: tuple, objective: Callable) -> Callable[[float], float]:
@@ -121,6 +219,22 @@ def probing_objective(parameters: np.ndarray, index: tuple, objective: Callable)
             parameters[index] = original
 
     return evaluate
+
+
+def probe_coordinate(parameters: np.ndarray, planned: PlannedCoordinate, objective: Callable) -> CentralDifference:
+    """The central difference at one planned coordinate: three calls, minus, center, plus.
+
+    Each probe is written into ``parameters`` itself and the original bits
+    are restored right after each call (:func:`probing_objective`); an error
+    is raised wrapped in :class:`AtCoordinate`. ``objective`` is called with
+    ``parameters``.
+    """
+    index = planned.sample.coordinate
+    evaluate = probing_objective(parameters, index, objective)
+    try:
+        return central_difference(planned.point, planned.step, evaluate, planned.geometry)
+    except GradCheckError as error:
+        raise at_coordinate(index, error) from error
 
 
 def sampled_tensor_gradient_check(
@@ -148,11 +262,14 @@ def sampled_tensor_gradient_check(
         (:func:`~gradcheck_cli.dtypes.dtype_perturbations`); float64 probes
         are the chapter's fl(θ∓h).
     analytic : np.ndarray, same shape
-        The candidate gradient (any real dtype that float64 holds exactly).
+        The candidate gradient (any real dtype that float64 holds exactly;
+        a real scalar for a 0-d parameter), validated as
+        :func:`parameter_and_gradient` validates it for ``check_gradients``.
     step, tolerance : float
         The requested step h > 0 and the scaled-error tolerance ≥ 0.
     max_samples : int
-        R; min(R, N) coordinates are checked.
+        R (a numpy integer too; recorded as a Python int); min(R, N)
+        coordinates are checked.
     objective : callable ndarray -> float
         Deterministic, side-effect-free, smooth across every probe interval.
 
@@ -168,33 +285,19 @@ def sampled_tensor_gradient_check(
     """
     step = validate_step(step)
     tolerance = validate_tolerance(tolerance)
-    dtype = writable_parameters(parameters)
-    analytic = real_analytic(analytic)
-    if parameters.shape != analytic.shape:
-        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(analytic.shape))
-
+    dtype, analytic = parameter_and_gradient(parameters, analytic)
+    max_samples = validate_samples(max_samples)
     samples = sample_tensor_coordinates(parameters.shape, max_samples)
-    candidates = []
-    for sample in samples:
-        index = sample.coordinate
-        point = float(parameters[index])
-        try:
-            geometry = dtype_perturbations(point, step, dtype)
-        except GradCheckError as error:
-            raise at_coordinate(index, error) from error
-        analytic_value = float(analytic[index])
-        if not math.isfinite(analytic_value):
-            raise at_coordinate(index, NonFiniteAnalyticGradient(value=analytic_value))
-        candidates.append((sample, point, geometry, analytic_value))
+    planned = plan_coordinates(parameters, analytic, samples, dtype, step)
 
     checks = []
-    for sample, point, geometry, analytic_value in candidates:
-        evaluate = probing_objective(parameters, sample.coordinate, objective)
+    for coordinate in planned:
+        difference = probe_coordinate(parameters, coordinate, objective)
         try:
-            difference = central_difference(point, step, evaluate, geometry)
-            comparison = compare_gradients(analytic_value, difference.derivative, tolerance)
+            comparison = compare_gradients(coordinate.analytic, difference.derivative, tolerance)
         except GradCheckError as error:
-            raise at_coordinate(sample.coordinate, error) from error
+            raise at_coordinate(coordinate.sample.coordinate, error) from error
+        sample = coordinate.sample
         checks.append(CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison))
 
     return TensorGradientCheck(

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
 from .formatting import rust_list
+from .render import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
 
 __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
 
@@ -66,10 +67,7 @@ def assert_gradients_match(
 def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
     """The failing coordinates of ``report`` as a plain-text table, with tolerances and purity."""
     failures = report.failures()
-    lines = [
-        f"gradient check failed: {report.failed} of {report.checked} coordinates did not pass"
-        + (f" in {', '.join(report.failing_parameters)}" if report.failing_parameters else "")
-    ]
+    lines = [f"gradient check failed: {check_summary(report)}"]
     if failures:
         rows = [_row(name, record) for name, record in failures[:max_rows]]
         lines.append("")
@@ -79,10 +77,10 @@ def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
     lines.append("")
     for check in report.parameters:
         if not check.passed:
-            step = "ε^(1/3)·max(1, |θ|)" if check.step is None else f"{check.step:.3e}"
+            step = DEFAULT_STEP if check.step is None else f"{check.step:.3e}"
             lines.append(
                 f"{check.name}: {check.dtype}, step {step}, tolerance {check.tolerance:.3e}, "
-                f"kink tolerance {check.kink_tolerance:.3e}"
+                f"kink tolerance {kink_tolerance_text(check, lambda number: f'{number:.3e}')}"
             )
     if any(record.kink.suspected for _, record in failures):
         lines.append(
@@ -95,10 +93,7 @@ def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
 
 
 def _row(name, record) -> tuple:
-    if record.kink.suspected:
-        verdict = "kink, " + ("between slopes" if record.kink.analytic_between_slopes else "outside slopes")
-    else:
-        verdict = record.verdict
+    verdict = coordinate_verdict(record, short=True)
     difference = record.difference
     return (
         name,

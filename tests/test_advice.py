@@ -42,6 +42,7 @@ from gradcheck_cli.advice import (
 from gradcheck_cli.chapter import CUBIC_POINT, cubic, identity, quadratic
 from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import (
+    AtParameter,
     InvalidStep,
     InvalidStepSequence,
     NonFiniteEvaluation,
@@ -422,3 +423,46 @@ def test_problem_advice_gives_one_step_per_parameter():
         assert 1e-7 < record.advice.advised_step < 1e-4
     json.dumps(advice.to_dict(), allow_nan=False)
     assert advise_problem_steps(problem, names=["bias"]).steps.keys() == {"bias"}
+
+
+# --- the Richardson estimate never multiplies two spacings (B3) ---------------------------------
+
+
+def test_huge_spacings_do_not_overflow_the_richardson_estimate():
+    # At θ = 1e200 the default steps are about 1e197 to 1e184: h₋·h₊ would overflow to inf for every
+    # step, making all "products" equal. The function is linear with slope 1e-200, so every estimate is
+    # 1e-200 up to rounding and the truncation estimate is tiny.
+    advice = advise_step(1e200, lambda x: x * 1e-200)
+    assert len(advice.estimates) == len(default_steps(1e200)) == 43 and advice.rejected == ()
+    assert advice.derivative == pytest.approx(1e-200, rel=1e-9)
+    assert all(math.isfinite(estimate.truncation_estimate) for estimate in advice.estimates)
+
+
+def test_tiny_spacings_do_not_underflow_the_richardson_estimate():
+    # h₋·h₊ for 1e-158 and 1e-163 underflows to zero (or a subnormal), which divided by zero before.
+    # sin(x) = x to the last bit at these x: every estimate is 1, every Richardson difference 0.
+    steps = [1e-150, 1e-158, 1e-163, 1e-170]
+    advice = advise_step(0.0, math.sin, steps=steps)
+    assert [estimate.requested_step for estimate in advice.estimates] == steps
+    assert advice.derivative == 1.0
+    assert [estimate.truncation_estimate for estimate in advice.estimates] == [0.0] * 4
+
+
+
+def test_problem_advice_names_the_parameter_and_coordinate_it_could_not_advise():
+    # The objective is NaN at every probe of flat[1], so no step is accepted there.
+    def objective(parameters):
+        return math.nan if parameters["flat"][1] != 0.5 else float(np.sum(parameters["smooth"] ** 2))
+
+    problem = GradientProblem(
+        objective,
+        {"smooth": np.array([0.25]), "flat": np.array([0.0, 0.5, 1.0])},
+        {"smooth": np.array([0.5]), "flat": np.zeros(3)},
+    )
+    with pytest.raises(AtParameter) as caught:
+        advise_problem_steps(problem)
+    assert caught.value.parameter == "flat" and caught.value.source.coordinate == [1]
+    assert isinstance(caught.value.source.source, TooFewAcceptedSteps)
+    assert str(caught.value).startswith(
+        "parameter 'flat': gradient check at coordinate [1] failed: step advice needs at least two accepted steps"
+    )

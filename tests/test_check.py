@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
-from gradcheck_cli.check import ALL_COORDINATES, DEFAULT_SAMPLES, VERDICTS
+from gradcheck_cli.check import ALL_COORDINATES, DEFAULT_SAMPLES
 from gradcheck_cli.dtypes import PROBE_DTYPES
 from gradcheck_cli.errors import (
     AtCoordinate,
@@ -37,6 +37,7 @@ from gradcheck_cli.errors import (
     NotAMapping,
     NotAnArray,
     NotCallable,
+    PerturbationUnchanged,
     ReadOnlyArray,
     SharedParameterMemory,
     UnexpectedGradient,
@@ -100,7 +101,7 @@ def test_the_chapters_nll_check_gives_the_chapters_records():
     chapter = sampled_tensor_gradient_check(logits, analytic, 1e-5, 1e-6, 4, lambda a: indexed_mean_nll(a, targets))
     assert [record.difference for record in check.checks] == [record.difference for record in chapter.checks]
     assert [record.comparison for record in check.checks] == [record.comparison for record in chapter.checks]
-    assert report.passed and report.return_code == 0
+    assert report.passed
     assert (report.checked, report.failed, report.failing_parameters) == (4, 0, ())
 
 
@@ -145,20 +146,22 @@ def test_a_step_mapping_sets_each_parameters_step_and_leaves_the_others_at_the_d
 
 def test_a_kink_tolerance_mapping_is_per_parameter_like_the_step():
     # f = x² + |y|: at y = 0 the slopes are -1 and 1 whatever the tolerance below 2; x has curvature 2,
-    # so at h = 1e-2 its slopes differ by 2h = 0.02, a "kink" at ε^(1/6) = 2.46e-3 but not at 0.1.
+    # so at h = 1e-2 its slopes differ by 2h = 0.02 (scaled gap 0.0198): a "kink" at ε^(1/6) = 2.46e-3,
+    # but not at the default that goes with that step, √(1e-2 / max(1, 0.5)) = 0.1.
     def objective(p):
         return float(p["x"][0] ** 2 + abs(p["y"][0]))
 
     parameters = {"x": np.array([0.5]), "y": np.array([0.0])}
     gradients = {"x": np.array([1.0]), "y": np.array([0.0])}
     at_default = check_gradients(objective, parameters, gradients, step=1e-2)
-    assert [record.verdict for _, record in at_default.failures()] == ["suspected kink", "suspected kink"]
-    matched = check_gradients(objective, parameters, gradients, step=1e-2, kink_tolerance={"x": 0.1})
-    assert [(check.name, check.kink_tolerance) for check in matched.parameters] == [
-        ("x", 0.1),
-        ("y", FLOAT64.kink_tolerance),
+    assert [(check.name, check.kink_tolerance) for check in at_default.parameters] == [("x", 0.1), ("y", 0.1)]
+    assert [(name, record.verdict) for name, record in at_default.failures()] == [("y", "suspected kink")]
+    tight = check_gradients(objective, parameters, gradients, step=1e-2, kink_tolerance={"x": FLOAT64.kink_tolerance})
+    assert [(check.name, check.kink_tolerance) for check in tight.parameters] == [
+        ("x", FLOAT64.kink_tolerance),
+        ("y", 0.1),
     ]
-    assert [(name, record.verdict) for name, record in matched.failures()] == [("y", "suspected kink")]
+    assert [record.verdict for _, record in tight.failures()] == ["suspected kink", "suspected kink"]
 
 
 @pytest.mark.parametrize(
@@ -255,7 +258,7 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
     parameters = {"good": np.array([1.0, 2.0]), "bad": np.array([3.0])}
     gradients = {"good": np.array([2.0, 4.0]), "bad": np.array([5.0])}
     report = check_gradients(sum_of_squares, parameters, gradients)
-    assert not report.passed and report.return_code == 1
+    assert not report.passed
     assert (report.checked, report.failed, report.failing_parameters) == (3, 1, ("bad",))
     [(name, record)] = report.failures()
     # Exact hand arithmetic: the numerical derivative of x² at 3 is 6, so scale 6 and error 1/6.
@@ -264,11 +267,19 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
     assert math.isclose(record.comparison.scaled_error, 1 / 6, rel_tol=1e-9)
     record_dict = report.to_dict()
     assert json.loads(json.dumps(record_dict, allow_nan=False)) == record_dict
-    assert list(record_dict) == ["passed", "checked", "failed", "failing_parameters", "purity", "parameters"]
+    assert list(record_dict) == [
+        "passed",
+        "checked",
+        "failed",
+        "failing_parameters",
+        "purity",
+        "parameters",
+        "step_advice",
+    ]
+    assert record_dict["step_advice"] is None
     first = record_dict["parameters"][0]["checks"][0]
     assert list(first) == ["flat_index", "coordinate", "difference", "comparison", "kink", "verdict", "passed"]
     assert list(first["difference"])[-1] == "derivative" and first["comparison"]["passed"] is True
-    assert set(VERDICTS) == {"passed", "failed", "suspected kink"}
 
 
 def test_progress_is_reported_from_zero_to_total():
@@ -744,7 +755,10 @@ ERROR_EXAMPLES = [
     ),
     (InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
     (UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
-    (InvalidSamples(samples="-2"), 'samples per parameter must be a positive whole number or "all", got -2'),
+    (
+        InvalidSamples(role="samples per parameter", samples="-2", expected='a positive whole number or "all"'),
+        'samples per parameter must be a positive whole number or "all", got -2',
+    ),
     (InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]), "coordinate [0, 3] is not an index into shape [2, 3]"),
     (DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
     (
@@ -764,3 +778,182 @@ def test_error_messages_and_records(error, message):
     record = error.to_dict()
     assert record["kind"] == type(error).__name__ and record["message"] == message
     assert json.loads(json.dumps(record, allow_nan=False)) == record
+
+
+# --- the kink tolerance goes with each coordinate's step (B1) -----------------------------------
+
+
+def exp_three_sum(parameters):
+    return float(np.exp(3 * parameters["x"]).sum())
+
+
+def test_an_explicit_step_above_the_default_does_not_take_curvature_for_a_kink():
+    # The reviewer's case: exp(3x) at step 1e-2. The slopes differ by about f″·h = 9e^(3θ)·1e-2 against a
+    # slope 3e^(3θ): a scaled gap near 0.03, above ε^(1/6) = 2.46e-3 but below √(h / max(1, |θ|)),
+    # which is 0.1 at θ = 1 and 0.5, and √(5e-3) = 7.07e-2 at θ = 2.
+    x = np.array([1.0, 2.0, 0.5])
+    report = check_gradients(exp_three_sum, {"x": x}, {"x": 3 * np.exp(3 * x)}, step=1e-2, tolerance=1e-3)
+    check = report.parameters[0]
+    assert [record.verdict for record in check.checks] == ["passed", "passed", "passed"]
+    assert [record.kink.slopes.tolerance for record in check.checks] == [0.1, math.sqrt(1e-2 / 2.0), 0.1]
+    for record in check.checks:
+        assert 0.02 < record.kink.slopes.scaled_gap < 0.04
+    # The coordinates' kink tolerances differ, so the parameter has none of its own.
+    assert check.kink_tolerance is None
+    assert report.passed
+
+
+def test_a_parameter_whose_coordinates_share_a_kink_tolerance_reports_it():
+    x = np.array([1.0, -0.5, 0.25])
+    report = check_gradients(exp_three_sum, {"x": x}, {"x": 3 * np.exp(3 * x)}, step=1e-2, tolerance=1e-3)
+    assert report.parameters[0].kink_tolerance == 0.1  # √(1e-2 / max(1, |θ|)) with every |θ| ≤ 1
+    assert report.passed
+
+
+def test_a_step_below_the_default_keeps_the_default_kink_tolerance():
+    x = np.array([0.5, 3.0])
+    report = check_gradients(exp_three_sum, {"x": x}, {"x": 3 * np.exp(3 * x)}, step=1e-7)
+    assert {record.kink.slopes.tolerance for record in report.parameters[0].checks} == {FLOAT64.kink_tolerance}
+    assert report.parameters[0].kink_tolerance == FLOAT64.kink_tolerance
+
+
+def test_a_float32_default_kink_tolerance_uses_float32s_floor():
+    x = np.array([0.5, -0.25], dtype=np.float32)
+    report = check_gradients(
+        lambda p: float(np.sum(np.exp(np.asarray(p["x"], dtype=np.float64)))),
+        {"x": x},
+        {"x": np.exp(x.astype(np.float64))},
+        step=0.25,
+    )
+    # √0.25 = 0.5 is above float32's ε^(1/6) = 7.0e-2.
+    assert report.parameters[0].kink_tolerance == 0.5
+
+
+# --- step="auto": the request is validated first, then advised, then checked (B2) ----------------
+
+
+def two_parameter_problem():
+    weights = np.array([[0.5, -0.25, 1.0]])
+    bias = np.array([0.1, -0.3])
+
+    def objective(parameters):
+        return float(np.sum(np.exp(parameters["weights"])) + np.sum(np.cos(parameters["bias"])))
+
+    return GradientProblem(
+        objective, {"weights": weights, "bias": bias}, {"weights": np.exp(weights), "bias": -np.sin(bias)}
+    )
+
+
+def test_step_auto_checks_each_parameter_at_its_advised_step_and_carries_the_advice():
+    from gradcheck_cli.advice import advise_problem_steps
+
+    problem = two_parameter_problem()
+    report = check_problem(problem, step="auto", samples=2)
+    advice = advise_problem_steps(problem)
+    assert report.step_advice == advice
+    for check in report.parameters:
+        assert check.step == advice.steps[check.name]
+        assert {record.difference.requested_step for record in check.checks} == {advice.steps[check.name]}
+    # The same records as a check at the advised steps, whose kink tolerances go with them.
+    at_advised = check_problem(problem, step=advice.steps, samples=2)
+    assert [check.to_dict() for check in report.parameters] == [check.to_dict() for check in at_advised.parameters]
+    assert at_advised.step_advice is None
+    assert report.passed
+
+
+def test_step_auto_is_reported_in_json():
+    report = check_problem(two_parameter_problem(), step="auto", samples=1)
+    document = report.to_dict()
+    assert list(document) == ["passed", "checked", "failed", "failing_parameters", "purity", "parameters", "step_advice"]
+    assert list(document["step_advice"]["steps"]) == ["weights", "bias"]
+    assert json.loads(json.dumps(document, allow_nan=False)) == document
+
+
+def test_step_auto_progress_starts_before_the_advice():
+    seen, calls = [], []
+    problem = two_parameter_problem()
+
+    def objective(parameters):
+        calls.append(len(seen))
+        return problem.objective(parameters)
+
+    check_gradients(objective, problem.parameters, problem.gradients, step="auto", samples=1, progress=lambda *a: seen.append(a))
+    assert seen[0] == (0, 2) and calls[0] == 1
+
+
+def shared_memory_request():
+    weights = np.ones(3)
+    return {"w": weights, "v": weights[1:]}, {"w": np.ones(3), "v": np.ones(2)}
+
+
+@pytest.mark.parametrize(
+    "make_request, error_type",
+    [
+        # A NaN analytic value at a selected coordinate (samples=2 selects offsets 0 and 2).
+        (lambda: ({"w": np.ones(3)}, {"w": np.array([1.0, 1.0, math.nan])}), AtParameter),
+        # Two parameters sharing memory: found before ~70 advice calls per parameter, not after.
+        (shared_memory_request, SharedParameterMemory),
+        # A NaN where the advice would probe (flat offset ⌊N/2⌋ = 1, not a selected coordinate).
+        (lambda: ({"w": np.array([1.0, math.nan, 1.0])}, {"w": np.ones(3)}), AtParameter),
+    ],
+    ids=["nan-analytic", "shared-memory", "nan-at-the-advised-coordinate"],
+)
+def test_step_auto_refuses_a_bad_request_before_any_call(make_request, error_type):
+    error = refused(error_type, *make_request(), step="auto", samples=2)
+    if error_type is AtParameter:
+        assert error.parameter == "w" and isinstance(error.source, AtCoordinate)
+
+
+def test_step_auto_validates_the_probes_at_the_advised_step_before_the_first_check():
+    # Advised at w[1] = 0.5, the step (about 1e-5) rounds back to the point at w[0] = 1e20: refused after
+    # the advice's calls and before any coordinate is checked, with the array restored.
+    weights = np.array([1e20, 0.5, 0.25])
+    before = weights.tobytes()
+    objective, calls = counting(sum_of_squares)
+    with pytest.raises(AtParameter) as caught:
+        check_gradients(objective, {"w": weights}, {"w": 2 * weights}, step="auto", samples="all")
+    assert isinstance(caught.value.source.source, PerturbationUnchanged)
+    assert caught.value.source.coordinate == [0]
+    advice_calls = 3 * len(gradcheck_cli.advice.default_steps(0.5))
+    assert len(calls) == advice_calls and weights.tobytes() == before
+
+
+def test_step_auto_ignores_a_nan_in_an_unselected_gradient_coordinate_like_any_check():
+    weights = np.array([0.5, -0.25, 1.0, 0.75, 0.1])
+    gradient = np.exp(weights)
+    gradient[1] = math.nan  # samples=2 selects offsets 0 and 4; the advice probes offset 2
+    objective = lambda p: float(np.sum(np.exp(p["w"])))  # noqa: E731
+    assert check_gradients(objective, {"w": weights}, {"w": gradient}, samples=2).passed
+    assert check_gradients(objective, {"w": weights}, {"w": gradient}, samples=2, step="auto").passed
+
+
+# --- samples: one validation for the sampler and the check (B7 / D4) -----------------------------
+
+
+def test_a_numpy_integer_sample_count_becomes_a_python_int():
+    report = check_gradients(sum_of_squares, {"w": np.ones(4)}, {"w": 2 * np.ones(4)}, samples=np.int64(3))
+    assert type(report.parameters[0].requested_samples) is int
+    json.dumps(report.to_dict(), allow_nan=False)
+
+
+def test_the_report_leaves_exit_codes_to_the_command_line():
+    # One place decides exit codes: gradcheck_cli.cli.exit_status (D9).
+    assert not hasattr(gradcheck_cli.check.GradientCheckReport, "return_code")
+
+
+@pytest.mark.parametrize("failing_call", [1, 40, 90, 150, 159])
+def test_step_auto_restores_every_array_when_the_objective_raises_during_the_advice_or_the_check(failing_call):
+    # 24 steps × 3 calls = 72 advice calls for each of the two parameters, then 5 coordinates × 3 calls.
+    problem = two_parameter_problem()
+    before = {name: array.tobytes() for name, array in problem.parameters.items()}
+    calls = []
+
+    def objective(parameters):
+        calls.append(1)
+        if len(calls) == failing_call:
+            raise Boom("stop")
+        return problem.objective(parameters)
+
+    with pytest.raises(Boom):
+        check_gradients(objective, problem.parameters, problem.gradients, step="auto")
+    assert {name: array.tobytes() for name, array in problem.parameters.items()} == before

@@ -24,19 +24,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter, check, render, taylor
+from gradcheck_cli import chapter, check, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
-    CHECK_SAMPLES,
     EXIT_BAD_INPUT,
     EXIT_CANDIDATE_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    TAYLOR_SEED,
     ObjectiveRaised,
     main,
 )
+from gradcheck_cli.dtypes import probe_dtype
 from gradcheck_cli.problem import load_problem
 from gradcheck_cli.taylor import taylor_test
 
@@ -350,20 +349,21 @@ def test_step_and_tolerance_apply_to_every_coordinate():
 def test_step_auto_checks_each_parameter_at_its_advised_step_and_a_matching_kink_tolerance():
     problem = load_problem(ATTENTION)
     advice = advise_problem_steps(problem, names=["Wq", "Wv"])
-    kink_tolerances = {
-        record.name: check.kink_tolerance_for_step(record.advice.advised_step, record.advice.point, "float64")
-        for record in advice.parameters
-    }
-    expected = check_problem(
-        load_problem(ATTENTION), step=advice.steps, kink_tolerance=kink_tolerances, names=["Wq", "Wv"], samples=3
-    )
+    expected = check_problem(load_problem(ATTENTION), step="auto", names=["Wq", "Wv"], samples=3)
     result = invoke("check", ATTENTION, "--step", "auto", "--param", "Wq", "--param", "Wv", "--samples", "3", "--json")
     assert result.exit_code == EXIT_OK
     document = parse_strictly(result.stdout)
-    assert list(document) == ["step_advice", "check"]
-    assert document == {"step_advice": advice.to_dict(), "check": expected.to_dict()}
-    steps = [(parameter["step"], parameter["kink_tolerance"]) for parameter in document["check"]["parameters"]]
-    assert steps == [(advice.steps[name], kink_tolerances[name]) for name in ("Wq", "Wv")]
+    # One document: the advice travels inside the report, once.
+    assert document == {"check": expected.to_dict()}
+    assert document["check"]["step_advice"] == advice.to_dict()
+    for parameter in document["check"]["parameters"]:
+        assert parameter["step"] == advice.steps[parameter["name"]]
+        for record in parameter["checks"]:
+            # Each coordinate's kink test goes with the advised step (and that coordinate's θ).
+            expected_tolerance = check.kink_tolerance_for_step(
+                advice.steps[parameter["name"]], record["difference"]["point"], "float64"
+            )
+            assert record["kink"]["slopes"]["tolerance"] == expected_tolerance
 
 
 def test_step_auto_passes_a_parameter_the_loss_is_quadratic_in():
@@ -372,7 +372,12 @@ def test_step_auto_passes_a_parameter_the_loss_is_quadratic_in():
     # |f″|·h, would be taken for a kink. The matched tolerance √h ≈ 0.079 is not.
     advice = advise_problem_steps(load_problem(ATTENTION), names=["Wv"]).parameters[0].advice
     assert advice.advised_at_edge and advice.advised_step > 1e-3
-    at_default = check_problem(load_problem(ATTENTION), step={"Wv": advice.advised_step}, names=["Wv"])
+    at_default = check_problem(
+        load_problem(ATTENTION),
+        step={"Wv": advice.advised_step},
+        kink_tolerance=probe_dtype("float64").kink_tolerance,
+        names=["Wv"],
+    )
     assert "suspected kink" in {record.verdict for _, record in at_default.failures()}
     result = invoke("check", ATTENTION, "--step", "auto")
     assert result.exit_code == EXIT_OK
@@ -386,12 +391,6 @@ def test_step_auto_prints_one_advice_line_per_parameter_before_the_check():
     advice = advise_problem_steps(load_problem(MLP)).parameters[2]
     assert advice_lines[2].startswith(f"step advice W2: coordinate={render.rust_list(advice.coordinate)} point=")
     assert f" advised_step={render.rust_exp(advice.advice.advised_step, 17)} " in advice_lines[2]
-
-
-def test_the_default_samples_and_seed_are_the_librarys():
-    # The CLI cannot import them at start-up (check.py and taylor.py import numpy).
-    assert CHECK_SAMPLES == check.DEFAULT_SAMPLES
-    assert TAYLOR_SEED == taylor.DEFAULT_SEED
 
 
 def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, monkeypatch):
@@ -643,7 +642,7 @@ def test_the_check_table_has_one_table_per_parameter_and_the_summary():
     for name, shape in (("W1", "[5, 6]"), ("b1", "[6]"), ("W2", "[6, 4]"), ("b2", "[4]")):
         assert f"{name}: float64 {shape}, " in table
     assert table.count("✗") == 16 + 1  # W2's failing coordinates, then the summary line
-    assert "✗ 16 of 42 coordinates did not pass: W2" in table
+    assert "✗ 16 of 42 coordinates did not pass in W2" in table
     assert "8.75×10⁻¹" in table
 
 

@@ -68,7 +68,10 @@ EXAMPLES = [
     (errors.NotAMapping(role="parameters", values="arrays", type_name="list"), "parameters must be a mapping from parameter names to arrays, got list"),
     (errors.InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
     (errors.UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
-    (errors.InvalidSamples(samples="-2"), 'samples per parameter must be a positive whole number or "all", got -2'),
+    (
+        errors.InvalidSamples(role="samples per parameter", samples="-2", expected='a positive whole number or "all"'),
+        'samples per parameter must be a positive whole number or "all", got -2',
+    ),
     (errors.InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]), "coordinate [0, 3] is not an index into shape [2, 3]"),
     (errors.DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
     (errors.SharedParameterMemory(first="w", second="v"), "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both"),

@@ -321,3 +321,60 @@ def test_unequal_stencil_at_powers_of_two(point):
     assert difference.stencil == "unequal"
     assert (difference.minus_spacing, difference.plus_spacing) == (math.ulp(point) / 2, math.ulp(point))
     assert difference.derivative == 1.0
+
+
+# --- complex values of every dtype are refused (B8) ---------------------------------------------
+
+
+def _numpy_complex_values():
+    import numpy as np
+
+    return [
+        (np.complex64(1.0), "complex64"),
+        (np.complex128(1.0), "complex128"),
+        (np.array(1.0 + 0j, dtype=np.complex64), "ndarray"),
+    ]
+
+
+@pytest.mark.parametrize("returned, described", _numpy_complex_values(), ids=["complex64", "complex128", "0-d"])
+def test_a_numpy_complex_value_is_refused_even_with_zero_imaginary_part(returned, described):
+    # float(np.complex64(1)) would quietly drop the imaginary part with a ComplexWarning.
+    with pytest.raises(NonScalarEvaluation) as caught:
+        central_difference(1.0, 0.5, lambda _: returned)
+    assert str(caught.value) == f"minus function evaluation must return one real number, got {described}"
+
+
+def test_numpy_real_scalars_are_still_accepted():
+    import numpy as np
+
+    for value in (np.float32(2.0), np.float64(2.0), np.int64(2), np.array(2.0)):
+        assert central_difference(1.0, 0.5, lambda _: value).center_value == 2.0
+
+
+# --- shared helpers: one bit comparison, one step-sequence validation (D3, D5) ------------------
+
+
+def test_same_bits_tells_signed_zeros_apart_and_matches_a_nan_with_itself():
+    from gradcheck_cli.records import float_bits, same_bits
+
+    assert same_bits(1.5, 1.5) and same_bits(math.nan, math.nan)
+    assert not same_bits(0.0, -0.0) and not same_bits(1.0, math.nextafter(1.0, 2.0))
+    assert float_bits(1.0) == 0x3FF0000000000000 and float_bits(-0.0) == 1 << 63
+
+
+@pytest.mark.parametrize("steps", [[1e-3], [1e-3, 1e-3], [1e-4, 1e-3], []])
+def test_a_step_sequence_is_two_or_more_strictly_decreasing_steps(steps):
+    from gradcheck_cli.errors import InvalidStepSequence
+    from gradcheck_cli.estimator import validate_steps
+
+    with pytest.raises(InvalidStepSequence) as caught:
+        validate_steps(steps)
+    assert caught.value.steps == [float(step) for step in steps]
+
+
+def test_validate_steps_returns_floats_and_names_a_bad_step():
+    from gradcheck_cli.estimator import validate_steps
+
+    assert validate_steps([1, 0.5]) == (1.0, 0.5)
+    with pytest.raises(InvalidStep):
+        validate_steps([1e-3, math.inf])

@@ -12,6 +12,7 @@ from gradcheck_cli import (
     AtCoordinate,
     EmptyTensor,
     GradientShapeMismatch,
+    InvalidSamples,
     InvalidStep,
     InvalidTolerance,
     NonFiniteAnalyticGradient,
@@ -310,3 +311,46 @@ def test_objective_called_exactly_three_times_per_sample(parameters, samples):
         # minus and plus move exactly the selected element; the center moves nothing.
         assert seen[3 * k] == seen[3 * k + 2] == (record.flat_index,)
         assert seen[3 * k + 1] == ()
+
+
+# --- the sample count is validated once, for the sampler and both checks (B7) -------------------
+
+
+def test_a_numpy_sample_count_is_used_as_a_python_int():
+    # np.int64 arithmetic would overflow on k·(N − 1) = 2·(2⁶³ − 2); Python ints are exact.
+    n = 2**63 - 1
+    assert offsets([n], np.int64(3)) == [0, (n - 1) // 2, n - 1]
+    check = sampled_tensor_gradient_check(np.arange(4.0), 2 * np.arange(4.0), 1e-5, 1e-6, np.int64(3), sum_of_squares)
+    assert type(check.requested_samples) is int and check.requested_samples == 3
+    assert check.to_dict()["requested_samples"] == 3
+
+
+@pytest.mark.parametrize(
+    "samples, error_type, message",
+    [
+        (0, ZeroSamples, "sampled tensor gradient check needs at least one sample"),
+        (-2, InvalidSamples, "requested samples must be a positive whole number, got -2"),
+        (True, InvalidSamples, "requested samples must be a positive whole number, got True"),
+        (2.0, InvalidSamples, "requested samples must be a positive whole number, got 2.0"),
+        ("all", InvalidSamples, "requested samples must be a positive whole number, got 'all'"),
+    ],
+)
+def test_a_bad_sample_count_is_typed(samples, error_type, message):
+    with pytest.raises(error_type) as caught:
+        sample_tensor_coordinates([2, 3], samples)
+    assert str(caught.value) == message
+    with pytest.raises(error_type) as caught:
+        sampled_tensor_gradient_check(np.zeros(3), np.zeros(3), 1e-5, 1e-6, samples, sum_of_squares)
+    assert str(caught.value) == message
+
+
+# --- the tensor check validates its arrays like check_gradients (B9) ----------------------------
+
+
+@pytest.mark.parametrize("gradient", [np.float64(3.0), np.float32(3.0), 3.0, 3])
+def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
+    # np.cos(np.array(0.0)) is an np.float64: check_gradients accepts it, and so does the tensor check.
+    parameters = np.array(1.5)
+    check = sampled_tensor_gradient_check(parameters, gradient, 1e-5, 1e-6, 1, sum_of_squares)
+    assert check.passed and [record.coordinate for record in check.checks] == [()]
+    assert check.checks[0].comparison.analytic == 3.0

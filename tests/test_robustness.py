@@ -426,14 +426,14 @@ SAMPLE_CASES = [
     ),
     bad("sample --shape 0", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
     bad("sample --shape 3,0,2", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
-    bad("sample --shape 2,3 --max-samples=-1", "needs at least one sample", "ZeroSamples"),
+    bad("sample --shape 2,3 --max-samples=-1", "requested samples must be a positive whole number, got -1", "InvalidSamples"),
     bad("sample --shape 2,3 --max-samples x", "Invalid value for '--max-samples': 'x' is not a valid integer.", CLICK),
     bad("sample", "Missing option '--shape'.", CLICK),
 ]
 
 NLL_CASES = [
     bad("nll --samples 0", "sampled tensor gradient check needs at least one sample", "ZeroSamples"),
-    bad("nll --samples=-1", "needs at least one sample", "ZeroSamples"),
+    bad("nll --samples=-1", "requested samples must be a positive whole number, got -1", "InvalidSamples"),
     bad("nll --step nan", f"requested step NaN {POSITIVE_STEP}", STEP),
     bad(
         "nll --step 1e-30",

@@ -27,6 +27,7 @@ from gradcheck_cli.errors import (
     NonFiniteEvaluation,
     NonScalarEvaluation,
     ReadOnlyArray,
+    SharedParameterMemory,
     UnknownParameter,
     UnsupportedDtype,
     ZeroDirection,
@@ -414,3 +415,37 @@ def _load_portable():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# --- validation shared with check_gradients (B4, B5) --------------------------------------------
+
+
+def test_parameters_that_share_memory_are_refused_before_any_call():
+    # Moving "a" would move "b" too: the remainder would be measured against the wrong linear term.
+    w = np.arange(4.0)
+    calls = []
+
+    def objective(parameters):
+        calls.append(1)
+        return float(np.sum(parameters["a"] ** 2) + np.sum(parameters["b"] ** 2))
+
+    with pytest.raises(SharedParameterMemory) as caught:
+        taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}))
+    assert str(caught.value) == "parameters 'a' and 'b' share memory; perturbing one coordinate would perturb both"
+    # Moving only one of them would move the other too.
+    with pytest.raises(SharedParameterMemory):
+        taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}), names=["a"])
+    assert calls == []
+    # Disjoint views of one buffer are independent parameters.
+    assert taylor_test((objective, {"a": w[:2], "b": w[2:]}, {"a": 2 * w[:2], "b": 2 * w[2:]})).passed
+
+
+@pytest.mark.parametrize("gradient", [np.float64(0.0), 0.0, np.float32(0.0)])
+def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
+    # cos at 1.5: np.cos(np.array(1.5)) is an np.float64, which check_gradients accepts as a 0-d gradient.
+    def objective(parameters):
+        return float(np.sin(parameters["t"]))
+
+    gradient = type(gradient)(math.cos(1.5))
+    result = taylor_test((objective, {"t": np.array(1.5)}, {"t": gradient}))
+    assert result.passed and result.dtypes == ("float64",)
