@@ -51,7 +51,6 @@ no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
 """
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
@@ -65,7 +64,7 @@ from .errors import (
     UnrepresentablePoint,
 )
 from .estimator import CentralDifference, central_difference, validate_step, validate_steps
-from .records import Record, same_bits
+from .records import Record, record, same_bits
 from .sampling import sample_tensor_coordinates
 
 __all__ = [
@@ -146,7 +145,7 @@ def default_steps(point: float, dtype="float64") -> tuple:
     return tuple(step for step in geometric_steps(top, smallest) if step <= largest)
 
 
-@dataclass(frozen=True)
+@record
 class StepEstimate(Record):
     """One requested step's central difference and its estimated error.
 
@@ -166,7 +165,7 @@ class StepEstimate(Record):
     regime: str
 
 
-@dataclass(frozen=True)
+@record
 class RejectedStep(Record):
     """A requested step the chapter's checker refused (collapsed probe, non-finite value, …)."""
 
@@ -174,7 +173,7 @@ class RejectedStep(Record):
     error: GradCheckError
 
 
-@dataclass(frozen=True)
+@record
 class StepAdvice(Record):
     """The advised step for one point and the evidence for it.
 
@@ -351,7 +350,7 @@ def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps
     return advise_step(point, probing_objective(parameters, index, objective), dtype=parameters.dtype, steps=steps)
 
 
-@dataclass(frozen=True)
+@record
 class ParameterStepAdvice(Record):
     """The step advice for one parameter of a problem, at one coordinate."""
 
@@ -360,7 +359,7 @@ class ParameterStepAdvice(Record):
     advice: StepAdvice
 
 
-@dataclass(frozen=True)
+@record
 class ProblemStepAdvice(Record):
     """Step advice per parameter; ``steps`` maps each name to its advised step."""
 

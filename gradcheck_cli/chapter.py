@@ -8,7 +8,6 @@ imports no numpy, so the scalar subcommands start fast; the NLL fixture
 lives in :mod:`nll`.
 """
 
-from dataclasses import dataclass
 
 from .errors import GradCheckError
 from .estimator import (
@@ -18,8 +17,7 @@ from .estimator import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from .records import Record
-from .scan import step_scan
+from .records import Record, record
 
 STEP_TOLERANCE = 1.0e-6
 
@@ -89,6 +87,8 @@ def quadratic_gradient_check(analytic: float, point=QUADRATIC_POINT, step=QUADRA
 
 def cubic_step_scan(point=CUBIC_POINT, steps=STEP_SCAN, tolerance=STEP_TOLERANCE):
     """The same cubic check from truncation-dominated to rounded probes."""
+    from .scan import step_scan  # only the scan needs it: `gradcheck quadratic` starts without it
+
     return step_scan(point, cubic_derivative(point), steps, tolerance, cubic)
 
 
@@ -97,7 +97,7 @@ def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, to
     return scalar_gradient_check(point, 1.0, step, tolerance, identity)
 
 
-@dataclass(frozen=True)
+@record
 class KinkDiagnostic(Record):
     """|x| at a corner: candidate 0 against the symmetric estimate, and the one-sided slopes."""
 

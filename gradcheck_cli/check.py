@@ -85,7 +85,7 @@ from .estimator import (
 )
 from .formatting import rust_debug, rust_list
 from .problem import GradientProblem, reject_shared_memory, selected_names
-from .records import Record, same_bits
+from .records import Record, record, same_bits
 from .sampling import validate_samples
 from .tensors import (
     SampledCoordinate,
@@ -122,7 +122,7 @@ AUTO_STEP = "auto"
 Samples = Union[int, str]
 
 
-@dataclass(frozen=True)
+@record
 class KinkVerdict(Record):
     """The one-sided slopes at the kink tolerance; a suspected kink is never evidence.
 
@@ -136,7 +136,7 @@ class KinkVerdict(Record):
     slopes: OneSidedSlopeComparison
 
 
-@dataclass(frozen=True)
+@record
 class CoordinateCheck(Record):
     """One coordinate of one parameter: the chapter's records and the verdicts.
 
@@ -154,7 +154,7 @@ class CoordinateCheck(Record):
     passed: bool
 
 
-@dataclass(frozen=True)
+@record
 class PurityVerdict(Record):
     """Whether every center value f(θ) came out bit-identical.
 
@@ -173,7 +173,7 @@ class PurityVerdict(Record):
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class ParameterCheck(Record):
     """Every selected coordinate of one named parameter.
 
@@ -219,7 +219,7 @@ class ParameterCheck(Record):
     checks: tuple
 
 
-@dataclass(frozen=True)
+@record
 class GradientCheckReport(Record):
     """The whole check: every parameter, the cross-parameter purity verdict, ``passed``.
 
@@ -502,13 +502,13 @@ def _purity(entries: list) -> PurityVerdict:
     """Compare the center values of ``(parameter, CoordinateCheck)`` entries bit for bit."""
     reference_parameter, reference = entries[0]
     reference_value = reference.difference.center_value
-    for parameter, record in entries[1:]:
-        value = record.difference.center_value
+    for parameter, entry in entries[1:]:
+        value = entry.difference.center_value
         if not same_bits(value, reference_value):
             message = (
                 "the objective is nondeterministic or stateful: with every parameter restored, "
                 f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
-                f"but f at {_where(parameter, record.coordinate)} was {rust_debug(value)}"
+                f"but f at {_where(parameter, entry.coordinate)} was {rust_debug(value)}"
             )
             return PurityVerdict(
                 pure=False,
@@ -517,7 +517,7 @@ def _purity(entries: list) -> PurityVerdict:
                 reference_coordinate=reference.coordinate,
                 reference_value=reference_value,
                 differing_parameter=parameter,
-                differing_coordinate=record.coordinate,
+                differing_coordinate=entry.coordinate,
                 differing_value=value,
                 message=message,
             )

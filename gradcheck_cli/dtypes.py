@@ -76,12 +76,11 @@ Python's ``float``.
 """
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 from .errors import NonFinitePoint, UnsupportedDtype
 from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
-from .records import Record
+from .records import Record, record
 
 __all__ = [
     "PROBE_DTYPES",
@@ -91,7 +90,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ProbeDtype(Record):
     """A parameter dtype the check probes in: its binary format and default policy.
 

@@ -1,14 +1,11 @@
 """Three-point finite differences from the actual floating-point probes.
 
-Scalar work only: this module imports nothing but the standard library's
-``math`` and ``numbers`` (never numpy). The chapter's
-rule throughout is that the derivative uses the distances to the probes the
+Scalar work only: this module imports nothing but ``math`` from the
+standard library (never numpy). The chapter's rule throughout is that the derivative uses the distances to the probes the
 computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 """
 
 import math
-import numbers
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .errors import (
@@ -26,7 +23,7 @@ from .errors import (
     PerturbationNotFinite,
     PerturbationUnchanged,
 )
-from .records import Record
+from .records import Record, record
 
 __all__ = [
     "ProbeGeometry",
@@ -46,7 +43,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ProbeGeometry(Record):
     """The actual probes around one point, their distances and stencil weights."""
 
@@ -59,7 +56,7 @@ class ProbeGeometry(Record):
     stencil: str
 
 
-@dataclass(frozen=True)
+@record
 class CentralDifference(Record):
     """One three-point derivative estimate with all of its evidence."""
 
@@ -80,7 +77,7 @@ class CentralDifference(Record):
     derivative: float
 
 
-@dataclass(frozen=True)
+@record
 class GradientComparison(Record):
     """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
 
@@ -93,7 +90,7 @@ class GradientComparison(Record):
     passed: bool
 
 
-@dataclass(frozen=True)
+@record
 class OneSidedSlopeComparison(Record):
     """The left and right secant slopes compared like gradients; never a proof."""
 
@@ -106,7 +103,7 @@ class OneSidedSlopeComparison(Record):
     consistent: bool
 
 
-@dataclass(frozen=True)
+@record
 class ScalarGradientCheck(Record):
     """A central difference and the comparison of one candidate with it."""
 
@@ -237,10 +234,8 @@ def real_scalar(side: str, value) -> float:
 
 
 def _is_complex(value) -> bool:
-    dtype = getattr(value, "dtype", None)
-    if getattr(dtype, "kind", None) == "c":
-        return True
-    return isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real)
+    # ``complex`` covers Python's and numpy's complex128; a dtype of kind "c" the other numpy ones.
+    return isinstance(value, complex) or getattr(getattr(value, "dtype", None), "kind", None) == "c"
 
 
 def difference_from_values(

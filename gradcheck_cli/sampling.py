@@ -6,11 +6,10 @@ larger than memory, and ``gradcheck sample`` starts without importing numpy.
 
 import math
 import operator
-from dataclasses import dataclass
 from typing import Sequence
 
 from .errors import EmptyTensor, InvalidSamples, InvalidShape, ShapeOverflow, ZeroSamples
-from .records import Record
+from .records import Record, record
 
 __all__ = [
     "MAX_ELEMENTS",
@@ -25,7 +24,7 @@ __all__ = [
 MAX_ELEMENTS = 2**63 - 1
 
 
-@dataclass(frozen=True)
+@record
 class SampledCoordinate(Record):
     """One selected coordinate: its row-major flat offset and its index tuple."""
 

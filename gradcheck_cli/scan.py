@@ -16,16 +16,15 @@ needs only the records themselves, so it works at any point and step list:
    ``crossover``, where truncation and rounding error meet.
 """
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .estimator import ScalarGradientCheck, scalar_gradient_check, validate_tolerance
-from .records import Record
+from .records import Record, record
 
 __all__ = ["StepScanRecord", "error_regimes", "step_scan"]
 
 
-@dataclass(frozen=True)
+@record
 class StepScanRecord(Record):
     """One requested step's check and the error regime it falls in."""
 

@@ -84,7 +84,6 @@ error, exception from the objective, KeyboardInterrupt).
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -104,7 +103,7 @@ from .errors import (
 )
 from .estimator import real_scalar, validate_steps
 from .problem import as_problem, reject_shared_memory, selected_names
-from .records import Record, same_bits
+from .records import Record, record, same_bits
 from .tensors import parameter_and_gradient
 
 __all__ = [
@@ -159,7 +158,7 @@ def _fnv1a64(text: str) -> int:
     return value
 
 
-@dataclass(frozen=True)
+@record
 class TaylorPoint(Record):
     """One step of the Taylor test.
 
@@ -183,7 +182,7 @@ class TaylorPoint(Record):
     in_fit: bool
 
 
-@dataclass(frozen=True)
+@record
 class TaylorResult(Record):
     """The Taylor-remainder verdict for one problem and direction.
 

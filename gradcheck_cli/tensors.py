@@ -38,7 +38,7 @@ from .estimator import (
     validate_step,
     validate_tolerance,
 )
-from .records import Record
+from .records import Record, record
 from .sampling import (
     SampledCoordinate,
     coordinate_from_offset,
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class CoordinateGradientCheck(Record):
     """The central difference and comparison at one selected coordinate."""
 
@@ -72,7 +72,7 @@ class CoordinateGradientCheck(Record):
     comparison: GradientComparison
 
 
-@dataclass(frozen=True)
+@record
 class TensorGradientCheck(Record):
     """Every selected coordinate's check; ``passed`` when all of them passed."""
 

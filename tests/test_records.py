@@ -1,0 +1,60 @@
+"""Results are frozen dataclasses: the cheap ``record`` declaration keeps every dataclass promise."""
+
+import copy
+import dataclasses
+import math
+import pickle
+
+import pytest
+
+from gradcheck_cli.chapter import quadratic_gradient_check
+from gradcheck_cli.estimator import GradientComparison, compare_gradients
+from gradcheck_cli.records import float_bits, same_bits
+
+
+def test_results_are_frozen():
+    comparison = compare_gradients(5.5, 6.0, 1e-6)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        comparison.passed = True
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del comparison.scale
+    assert comparison.passed is False
+
+
+def test_results_are_dataclasses_with_the_chapters_fields_in_order():
+    assert dataclasses.is_dataclass(GradientComparison)
+    assert [field.name for field in dataclasses.fields(GradientComparison)] == [
+        "analytic", "numerical", "absolute_error", "scale", "scaled_error", "tolerance", "passed",
+    ]
+
+
+def test_equality_hash_and_repr_follow_the_fields():
+    first, second = compare_gradients(5.5, 6.0, 1e-6), compare_gradients(5.5, 6.0, 1e-6)
+    assert first == second and hash(first) == hash(second) and first is not second
+    assert first != compare_gradients(5.5, 6.0, 1e-3)
+    assert first != tuple(dataclasses.astuple(first))
+    assert repr(first) == (
+        "GradientComparison(analytic=5.5, numerical=6.0, absolute_error=0.5, scale=6.0, "
+        "scaled_error=0.08333333333333337, tolerance=1e-06, passed=False)"
+    )
+
+
+def test_replace_copy_and_pickle_round_trip():
+    check = quadratic_gradient_check(5.5)
+    relaxed = dataclasses.replace(check.comparison, tolerance=1.0, passed=True)
+    assert (relaxed.tolerance, relaxed.passed, relaxed.scaled_error) == (1.0, True, check.comparison.scaled_error)
+    assert pickle.loads(pickle.dumps(check)) == check
+    assert copy.deepcopy(check) == check
+    assert dataclasses.asdict(check)["comparison"]["analytic"] == 5.5
+
+
+def test_constructor_takes_exactly_the_fields():
+    with pytest.raises(TypeError):
+        GradientComparison(1.0, 1.0, 0.0, 1.0, 0.0, 1e-6)
+    with pytest.raises(TypeError):
+        GradientComparison(1.0, 1.0, 0.0, 1.0, 0.0, 1e-6, True, extra=1)
+
+
+def test_bits_tell_signed_zeros_and_nan_payloads_apart():
+    assert not same_bits(0.0, -0.0) and same_bits(math.nan, math.nan)
+    assert float_bits(1.0) == 0x3FF0000000000000
