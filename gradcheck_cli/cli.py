@@ -1,15 +1,24 @@
 """The ``gradcheck`` command: parse options, call the library, hand the results to :mod:`render`.
 
+This module holds what every subcommand shares; each subcommand lives in its
+own module, ``gradcheck X`` in ``commands/X.py``, listed in :data:`SUBCOMMANDS`.
 No subcommand computes anything itself. Each one builds a :class:`Report`
 (rendered sections plus the verdicts the user asked for) from library calls
 and passes it to :func:`run`, which renders it and exits with the status that
-:func:`exit_status` decides. Start-up matters: this module imports neither
-numpy nor rich; the commands that need numpy import it inside their bodies,
+:func:`exit_status` decides. Start-up matters: only the invoked subcommand's
+module is imported (and its options built), this module imports neither
+numpy nor rich, the commands that need numpy import it inside their bodies,
 and only :mod:`render` imports rich, inside its table functions.
 
-A new subcommand is a handful of lines::
+A new subcommand is a module of a handful of lines, ``commands/cube.py``::
 
-    @main.command()
+    import click
+
+    from .. import render
+    from ..cli import Report, output_options, run
+    from ..estimator import scalar_gradient_check
+
+    @click.command()
     @click.option("--point", type=float, default=2.0, help="The point θ.")
     @click.option("--analytic", type=float, default=12.0, help="Your candidate for c'(θ).")
     @output_options
@@ -19,20 +28,21 @@ A new subcommand is a handful of lines::
             check = scalar_gradient_check(point, analytic, 1e-5, 1e-6, lambda x: x**3)
             return Report((render.scalar_check("cube", check),), user_verdicts=(check.comparison.passed,))
         run(output_format, compute)
+
+and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 """
 
 import contextlib
 import functools
+import importlib
 import os
 import sys
 
 import click
 
-from . import __version__, chapter, render
+from . import __version__, render
 from .errors import CommandLineError, GradCheckError, InputFileError, ObjectiveRaised, PlottingUnavailable
-from .estimator import validate_step, validate_tolerance
 from .formatting import rust_debug
-from .scan import __doc__ as _scan_doc
 
 __all__ = [
     "EXIT_OK",
@@ -50,6 +60,7 @@ __all__ = [
     "run",
     "load_array",
     "main",
+    "SUBCOMMANDS",
 ]
 
 EXIT_OK = 0
@@ -223,7 +234,33 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
 
 
 class GradcheckGroup(click.Group):
-    """click's group with gradcheck's error contract: one line on stderr, exit 2, no traceback."""
+    """click's group with gradcheck's error contract: one line on stderr, exit 2, no traceback.
+
+    Subcommands in ``lazy_commands`` (name → ``"module:command"``, a module of
+    this package) are imported the first time they are asked for, click's
+    documented lazy-group pattern: running one subcommand builds only its
+    options, while ``--help`` and a misspelt name load them all.
+    """
+
+    def __init__(self, *args, lazy_commands=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in self.lazy_commands:
+            module, command = self.lazy_commands[name].split(":")
+            self.add_command(getattr(importlib.import_module(f".commands.{module}", __package__), command), name)
+        return self.commands.get(name)
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in self.lazy_commands:
+            # click suggests the nearest name ("Did you mean 'quadratic'?") among the loaded commands only.
+            for name in self.lazy_commands:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         words = list(sys.argv[1:] if args is None else args)
@@ -326,8 +363,8 @@ class StepOrAuto(click.ParamType):
 
 FLOAT_LIST = NumberList(float, "1,1e-1,1e-3")
 INT_LIST = NumberList(int, "2,3")
-_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-_PLOT_FILE = click.Path(dir_okay=False)
+EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+PLOT_FILE = click.Path(dir_okay=False)
 
 
 def load_array(path: str, option: str):
@@ -410,6 +447,25 @@ def user_problem(reference: str):
             raise
 
 
+PROBLEM_HELP = (
+    "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
+    "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
+    "called as objective(parameters)."
+)
+PARAM_OPTION = click.option(
+    "--param",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this parameter (repeat for several; the problem's order is kept). Default: all.",
+)
+
+
+def problem_argument(command):
+    """The PROBLEM argument of ``check`` and ``taylor``; :data:`PROBLEM_HELP` explains it in their help."""
+    return click.argument("problem", metavar="PROBLEM")(command)
+
+
 def plot_target(path):
     """Validate ``--plot FILE`` before any work: a .png or .svg name, and matplotlib installed."""
     if path is None:
@@ -436,10 +492,25 @@ def draw_plot(draw, path, *arguments, **keywords) -> None:
 
 # ---------------------------------------------------------------- commands
 
+#: Every subcommand: ``gradcheck X`` is the command object in ``commands/X.py``. A module is
+#: imported only when its subcommand runs, so ``gradcheck quadratic`` builds 6 options, not 49.
+SUBCOMMANDS = {
+    "demo": "demo:demo",
+    "quadratic": "quadratic:quadratic",
+    "scan": "scan:scan",
+    "identity": "identity:identity",
+    "kink": "kink:kink",
+    "nll": "nll:nll_command",
+    "sample": "sample:sample",
+    "check": "check:check",
+    "taylor": "taylor:taylor",
+}
+
 
 @click.group(
     name="gradcheck",
     cls=GradcheckGroup,
+    lazy_commands=SUBCOMMANDS,
     context_settings={"show_default": True, "help_option_names": ["-h", "--help"]},
     epilog=(
         "Exit status: 0 when every comparison you asked for passed (the chapter's built-in "
@@ -460,376 +531,3 @@ def main():
     (check, taylor). Every subcommand prints text, JSON (--json) or tables
     (--format table).
     """
-
-
-_STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
-
-
-def _chapter_quadratic(point, step, tolerance, analytic=()) -> Report:
-
-    if analytic:
-        candidates, labels = analytic, ["candidate"] * len(analytic)
-    else:
-        wrong = chapter.QUADRATIC_CANDIDATES[1]
-        candidates, labels = (chapter.quadratic_derivative(point), wrong), ("correct candidate", "wrong candidate")
-    checks = [chapter.quadratic_gradient_check(candidate, point, step, tolerance) for candidate in candidates]
-    verdicts = tuple(check.comparison.passed for check in checks) if analytic else ()
-    return Report((render.quadratic(checks, labels),), verdicts)
-
-
-def _chapter_rejected_requests() -> dict:
-    """The chapter's four rejected requests, each with the typed error the library raises."""
-    import numpy as np
-
-    from . import estimator, nll, tensors
-
-    requests = {
-        "zero step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
-        "step leaves the point unchanged": chapter.collapsed_step_error,
-        "non-finite objective value": lambda: estimator.central_difference(
-            chapter.COLLAPSED_POINT, chapter.QUADRATIC_STEP, lambda point: float("nan")
-        ),
-        "shape mismatch": lambda: tensors.sampled_tensor_gradient_check(
-            np.zeros(2), np.zeros((1, 2)), nll.TENSOR_STEP, nll.TENSOR_TOLERANCE, nll.TENSOR_SAMPLES, sum
-        ),
-    }
-    errors = {}
-    for request, attempt in requests.items():
-        try:
-            outcome = attempt()
-        except GradCheckError as error:
-            outcome = error
-        if not isinstance(outcome, GradCheckError):
-            raise AssertionError(f"the chapter's rejected request {request!r} was accepted")
-        errors[request] = outcome
-    return errors
-
-
-@main.command()
-@output_options
-def demo(output_format):
-    """The chapter's whole demo, in the chapter's order.
-
-    The quadratic with candidate 6 and the wrong candidate 5.5, the rounded
-    identity, the |x| kink, the six-step cubic scan, the NLL coordinates with
-    exact restoration, and the rejected requests. Always exits 0: every
-    failing comparison here is a demonstration.
-    """
-
-    def compute():
-        from . import nll
-
-        quadratic_report = _chapter_quadratic(chapter.QUADRATIC_POINT, chapter.QUADRATIC_STEP, chapter.STEP_TOLERANCE)
-        return Report(
-            (
-                *quadratic_report.sections,
-                render.identity(chapter.rounded_identity_gradient_check()),
-                render.kink(chapter.absolute_kink_diagnostic()),
-                render.scan(chapter.cubic_step_scan()),
-                render.nll(nll.nll_gradient_check()),
-                render.rejected(_chapter_rejected_requests()),
-            )
-        )
-
-    run(output_format, compute)
-
-
-@main.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.QUADRATIC_POINT), help="The point θ.")
-@click.option("--step", type=float, default=ChapterDefault(chapter.QUADRATIC_STEP), help="The requested step h.")
-@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
-@click.option(
-    "--analytic",
-    type=float,
-    multiple=True,
-    metavar="X",
-    help="Your candidate for q'(θ); repeat for several. Exit 1 if one fails. "
-    "Without it: the hand derivative 2θ (the chapter's 6) and the chapter's wrong candidate 5.5.",
-)
-@output_options
-def quadratic(output_format, point, step, tolerance, analytic):
-    """q(θ) = θ²: one central difference and its candidates."""
-    run(output_format, lambda: _chapter_quadratic(point, step, tolerance, analytic))
-
-
-# The rule is scan.py's docstring, word for word (without its reST code markup).
-_REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
-
-
-@main.command(
-    help=(
-        "g(θ) = θ³ − 2θ against 3θ² − 2: one check per requested step, "
-        "each labelled with its error regime.\n\n"
-        "The regime comes from the records alone, at any point and step list:\n\n"
-        "\b\n" + _REGIME_RULE + "\n\n"
-        "A failing step is a demonstration, not a failed command: scan exits 0.\n\n"
-        "--advise adds the step advice, which never looks at the analytic value: "
-        "a geometric sequence of steps, each estimate's error estimated from its "
-        "neighbours (Richardson) and from the rounding floor ε·|f| over the actual "
-        "spacing, and the step with the smallest estimated error."
-    )
-)
-@click.option("--point", type=float, default=ChapterDefault(chapter.CUBIC_POINT), help="The point θ.")
-@click.option(
-    "--steps",
-    type=FLOAT_LIST,
-    default=ChapterDefault(chapter.STEP_SCAN),
-    metavar="H,H,...",
-    help="Requested steps, comma-separated.",
-)
-@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
-@click.option(
-    "--advise",
-    is_flag=True,
-    help="Also advise a step without the analytic value: each step's estimated error and regime "
-    "(truncation, advised, rounding).",
-)
-@click.option(
-    "--plot",
-    type=_PLOT_FILE,
-    metavar="FILE",
-    help="Also draw the scaled error against the step into FILE.png or FILE.svg (needs matplotlib).",
-)
-@output_options
-def scan(output_format, point, steps, tolerance, advise, plot):
-    def compute():
-        plot_path = plot_target(plot)
-        records = chapter.cubic_step_scan(point, steps, tolerance)
-        advice = None
-        if advise:
-            from .advice import advise_step
-
-            advice = advise_step(point, chapter.cubic)
-        if plot_path is not None:
-            from .plotting import plot_scan
-
-            draw_plot(plot_scan, plot_path, records, advice=advice)
-        sections = [render.scan(records, advice)]
-        if advice is not None:
-            title = "Step advice for g(θ) = θ³ − 2θ (no analytic value)"
-            sections.append(render.step_advice(advice, "advice", title))
-        return Report(sections)
-
-    run(output_format, compute)
-
-
-@main.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.IDENTITY_POINT), help="The point x.")
-@click.option(
-    "--step",
-    type=float,
-    default=ChapterDefault(chapter.IDENTITY_STEP),
-    help="The requested step h (the default lands the probes at unequal distances 2⁻⁵³ and 2⁻⁵²).",
-)
-@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
-@output_options
-def identity(output_format, point, step, tolerance):
-    """f(x) = x with unequal actual spacings: both slopes are 1, so the estimate is 1."""
-
-    def compute():
-
-        return Report((render.identity(chapter.rounded_identity_gradient_check(point, step, tolerance)),))
-
-    run(output_format, compute)
-
-
-@main.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.KINK_POINT), help="The point x.")
-@click.option("--step", type=float, default=ChapterDefault(chapter.KINK_STEP), help="The requested step h.")
-@click.option(
-    "--tolerance",
-    type=float,
-    default=ChapterDefault(chapter.KINK_TOLERANCE),
-    help="The tolerance for the candidate and for the one-sided slopes.",
-)
-@output_options
-def kink(output_format, point, step, tolerance):
-    """f(x) = |x|: candidate 0 at the corner passes, a false pass the slopes expose.
-
-    The one-sided slopes -1 and 1 disagree; agreement would still not prove
-    that a derivative exists.
-    """
-
-    def compute():
-
-        return Report((render.kink(chapter.absolute_kink_diagnostic(point, step, tolerance)),))
-
-    run(output_format, compute)
-
-
-@main.command("nll")
-@click.option(
-    "--samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="How many coordinates to check."
-)
-@click.option("--step", type=float, default=ChapterDefault(chapter.TENSOR_STEP), help="The requested step h.")
-@click.option("--tolerance", type=float, default=ChapterDefault(chapter.TENSOR_TOLERANCE), help="The tolerance.")
-@click.option(
-    "--logits",
-    type=_EXISTING_FILE,
-    metavar="FILE",
-    help="[rows, vocab] logits: .npy or a JSON nested list. Default: the chapter's [2, 3] fixture.",
-)
-@click.option(
-    "--targets",
-    type=INT_LIST,
-    default=ChapterDefault(chapter.TARGETS),
-    metavar="T,T,...",
-    help="One target class per row.",
-)
-@click.option(
-    "--analytic",
-    type=_EXISTING_FILE,
-    metavar="FILE",
-    help="Your gradient of the mean NLL (.npy or JSON, same shape); exit 1 if a sampled coordinate fails. "
-    "Default: the hand-derived path.",
-)
-@output_options
-def nll_command(output_format, samples, step, tolerance, logits, targets, analytic):
-    """Indexed mean NLL: sampled logit coordinates against an analytic gradient.
-
-    The parameters are perturbed in place and restored bit-exactly.
-    """
-
-    def compute():
-        from . import nll
-
-        logit_array = None if logits is None else load_array(logits, "--logits")
-        analytic_array = None if analytic is None else load_array(analytic, "--analytic")
-        example = nll.nll_gradient_check(logit_array, targets, analytic_array, step, tolerance, samples)
-        return Report((render.nll(example),), (example.check.passed,) if analytic is not None else ())
-
-    run(output_format, compute)
-
-
-@main.command()
-@click.option("--shape", type=INT_LIST, required=True, metavar="N,N,...", help="The tensor's shape, e.g. 2,3.")
-@click.option(
-    "--max-samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="R: at most this many coordinates."
-)
-@output_options
-def sample(output_format, shape, max_samples):
-    """The deterministic coordinate sampler: flat offsets ⌊k(N−1)/(S−1)⌋ and their coordinates.
-
-    Pure integer arithmetic: no tensor is allocated, so any shape answers at once.
-    """
-
-    def compute():
-        from .sampling import sample_tensor_coordinates
-
-        return Report((render.sample(sample_tensor_coordinates(shape, max_samples)),))
-
-    run(output_format, compute)
-
-
-_PROBLEM_HELP = (
-    "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
-    "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
-    "called as objective(parameters)."
-)
-_PARAM_OPTION = click.option(
-    "--param",
-    "names",
-    multiple=True,
-    metavar="NAME",
-    help="Only this parameter (repeat for several; the problem's order is kept). Default: all.",
-)
-
-
-def _problem_argument(command):
-    return click.argument("problem", metavar="PROBLEM")(command)
-
-
-@main.command(
-    short_help="Check your own gradients, coordinate by coordinate.",
-    help=(
-        "Check your own gradients: every parameter of PROBLEM, coordinate by coordinate.\n\n"
-        + _PROBLEM_HELP
-        + "\n\n"
-        "Each selected coordinate is perturbed in place, at the probes rounded into the "
-        "parameter's dtype, and restored bit-exactly. A coordinate passes when its scaled "
-        "error is within the tolerance and its one-sided slopes agree (otherwise it is a "
-        "suspected kink, never evidence); every center value must be bit-identical "
-        "(otherwise the objective is nondeterministic or stateful).\n\n"
-        "Exit status: 0 when every coordinate passes, 1 when any does not, 2 for bad input "
-        "(including an exception raised by the objective)."
-    ),
-)
-@_problem_argument
-@click.option(
-    "--samples",
-    type=SampleCount(),
-    default=chapter.CHECK_SAMPLES,
-    metavar="N|all",
-    help="Coordinates per parameter (the chapter's deterministic sampler), or all of them.",
-)
-@click.option(
-    "--step",
-    type=StepOrAuto(),
-    metavar="H|auto",
-    help="The requested step h for every coordinate, or auto: each parameter at the step advised "
-    "for one representative coordinate. Default: ε^(1/3)·max(1, |θ|) of the parameter's dtype. "
-    "The kink tolerance goes with the step: max(ε^(1/6), √(h/max(1, |θ|))).",
-)
-@click.option(
-    "--tolerance",
-    type=float,
-    help="The scaled-error tolerance. Default: ε^(1/3) of the parameter's dtype.",
-)
-@_PARAM_OPTION
-@output_options
-def check(output_format, problem, samples, step, tolerance, names):
-    def compute():
-        if step != "auto" and step is not None:
-            validate_step(step)
-        if tolerance is not None:
-            validate_tolerance(tolerance)
-        from .check import check_problem
-
-        selected = list(names) or None
-        with user_problem(problem) as loaded:
-            with render.ProgressBar("checking coordinates") as progress:
-                report = check_problem(
-                    loaded, samples=samples, step=step, tolerance=tolerance, names=selected, progress=progress
-                )
-        return Report((render.check(report),), (report.passed,))
-
-    run(output_format, compute)
-
-
-@main.command(
-    short_help="The Taylor-remainder test of your gradient: no tolerance needed.",
-    help=(
-        "The Taylor-remainder test of PROBLEM: a verdict on the whole gradient that needs no tolerance.\n\n"
-        + _PROBLEM_HELP
-        + "\n\n"
-        "Along a deterministic unit direction d, the remainder f(x + Δ) − f(x) − g·Δ, with Δ the "
-        "displacement actually stored, shrinks like h² when the gradient g is right and like h "
-        "when it is wrong. The order is fitted where rounding does not dominate: order ≥ 1.75 "
-        "passes, 0.75 to 1.25 fails, anything else is inconclusive.\n\n"
-        "Exit status: 0 when it passes, 1 when it fails or is inconclusive, 2 for bad input."
-    ),
-)
-@_problem_argument
-@_PARAM_OPTION
-@click.option("--seed", type=int, default=chapter.TAYLOR_SEED, help="Selects the deterministic direction d.")
-@click.option(
-    "--plot",
-    type=_PLOT_FILE,
-    metavar="FILE",
-    help="Also draw |R| against h, with reference slopes 1 and 2, into FILE.png or FILE.svg (needs matplotlib).",
-)
-@output_options
-def taylor(output_format, problem, names, seed, plot):
-    def compute():
-        plot_path = plot_target(plot)
-        from .taylor import taylor_test
-
-        with user_problem(problem) as loaded:
-            result = taylor_test(loaded, names=list(names) or None, seed=seed)
-        if plot_path is not None:
-            from .plotting import plot_taylor
-
-            draw_plot(plot_taylor, plot_path, result)
-        return Report((render.taylor(result),), (result.passed,))
-
-    run(output_format, compute)

@@ -40,7 +40,7 @@ from gradcheck_cli.errors import GradCheckError, InvalidStep
 from gradcheck_cli.estimator import scalar_gradient_check
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBCOMMANDS = sorted(main.commands)
+SUBCOMMANDS = main.list_commands(None)
 #: The smallest valid argument list of each subcommand.
 MINIMAL_ARGUMENTS = {
     "sample": ["--shape", "2,3"],
@@ -614,7 +614,7 @@ def test_tables_colour_verdicts_on_a_terminal_unless_no_color(monkeypatch, no_co
 def test_every_subcommand_has_help(subcommand):
     result = invoke(subcommand, "--help")
     assert result.exit_code == EXIT_OK
-    command = main.commands[subcommand]
+    command = main.get_command(None, subcommand)
     arguments = [parameter for parameter in command.params if isinstance(parameter, click.Argument)]
     usage = " ".join(["Usage: gradcheck", subcommand, "[OPTIONS]", *(a.make_metavar(None) for a in arguments)])
     assert result.stdout.startswith(usage + "\n")
@@ -629,7 +629,7 @@ def test_every_subcommand_has_help(subcommand):
 
 @pytest.mark.parametrize("subcommand", SUBCOMMANDS)
 def test_every_subcommand_has_the_shared_output_options(subcommand):
-    options = {option for parameter in main.commands[subcommand].params for option in parameter.opts}
+    options = {option for parameter in main.get_command(None, subcommand).params for option in parameter.opts}
     assert {"--format", "--json"} <= options
 
 

@@ -969,9 +969,9 @@ def test_every_option_the_readme_names_exists_on_its_subcommand():
     named = 0
     for span in _readme_command_spans():
         words = span.replace("[", " ").replace("]", " ").replace("|", " ").split()
-        if len(words) < 2 or words[1] not in main.commands:
+        if len(words) < 2 or words[1] not in main.list_commands(None):
             continue
-        options = {option for parameter in main.commands[words[1]].params for option in parameter.opts}
+        options = {option for parameter in main.get_command(None, words[1]).params for option in parameter.opts}
         for word in words[2:]:
             if word.startswith("--"):
                 named += 1

@@ -1,0 +1,65 @@
+"""``gradcheck demo``: the chapter's whole demo, in the chapter's order."""
+
+import click
+
+from .. import chapter, render
+from ..cli import Report, output_options, run
+from .quadratic import quadratic_report
+from ..errors import GradCheckError
+
+
+def _chapter_rejected_requests() -> dict:
+    """The chapter's four rejected requests, each with the typed error the library raises."""
+    import numpy as np
+
+    from .. import estimator, nll, tensors
+
+    requests = {
+        "zero step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
+        "step leaves the point unchanged": chapter.collapsed_step_error,
+        "non-finite objective value": lambda: estimator.central_difference(
+            chapter.COLLAPSED_POINT, chapter.QUADRATIC_STEP, lambda point: float("nan")
+        ),
+        "shape mismatch": lambda: tensors.sampled_tensor_gradient_check(
+            np.zeros(2), np.zeros((1, 2)), nll.TENSOR_STEP, nll.TENSOR_TOLERANCE, nll.TENSOR_SAMPLES, sum
+        ),
+    }
+    errors = {}
+    for request, attempt in requests.items():
+        try:
+            outcome = attempt()
+        except GradCheckError as error:
+            outcome = error
+        if not isinstance(outcome, GradCheckError):
+            raise AssertionError(f"the chapter's rejected request {request!r} was accepted")
+        errors[request] = outcome
+    return errors
+
+
+@click.command()
+@output_options
+def demo(output_format):
+    """The chapter's whole demo, in the chapter's order.
+
+    The quadratic with candidate 6 and the wrong candidate 5.5, the rounded
+    identity, the |x| kink, the six-step cubic scan, the NLL coordinates with
+    exact restoration, and the rejected requests. Always exits 0: every
+    failing comparison here is a demonstration.
+    """
+
+    def compute():
+        from .. import nll
+
+        quadratic = quadratic_report(chapter.QUADRATIC_POINT, chapter.QUADRATIC_STEP, chapter.STEP_TOLERANCE)
+        return Report(
+            (
+                *quadratic.sections,
+                render.identity(chapter.rounded_identity_gradient_check()),
+                render.kink(chapter.absolute_kink_diagnostic()),
+                render.scan(chapter.cubic_step_scan()),
+                render.nll(nll.nll_gradient_check()),
+                render.rejected(_chapter_rejected_requests()),
+            )
+        )
+
+    run(output_format, compute)

@@ -1,0 +1,27 @@
+"""``gradcheck identity``: f(x) = x with unequal actual spacings."""
+
+import click
+
+from .. import chapter, render
+from ..cli import ChapterDefault, Report, output_options, run
+
+
+@click.command()
+@click.option("--point", type=float, default=ChapterDefault(chapter.IDENTITY_POINT), help="The point x.")
+@click.option(
+    "--step",
+    type=float,
+    default=ChapterDefault(chapter.IDENTITY_STEP),
+    help="The requested step h (the default lands the probes at unequal distances 2⁻⁵³ and 2⁻⁵²).",
+)
+@click.option(
+    "--tolerance", type=float, default=ChapterDefault(chapter.STEP_TOLERANCE), help="The scaled-error tolerance."
+)
+@output_options
+def identity(output_format, point, step, tolerance):
+    """f(x) = x with unequal actual spacings: both slopes are 1, so the estimate is 1."""
+
+    def compute():
+        return Report((render.identity(chapter.rounded_identity_gradient_check(point, step, tolerance)),))
+
+    run(output_format, compute)

@@ -1,0 +1,29 @@
+"""``gradcheck kink``: f(x) = |x|, a false pass at the corner that the one-sided slopes expose."""
+
+import click
+
+from .. import chapter, render
+from ..cli import ChapterDefault, Report, output_options, run
+
+
+@click.command()
+@click.option("--point", type=float, default=ChapterDefault(chapter.KINK_POINT), help="The point x.")
+@click.option("--step", type=float, default=ChapterDefault(chapter.KINK_STEP), help="The requested step h.")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=ChapterDefault(chapter.KINK_TOLERANCE),
+    help="The tolerance for the candidate and for the one-sided slopes.",
+)
+@output_options
+def kink(output_format, point, step, tolerance):
+    """f(x) = |x|: candidate 0 at the corner passes, a false pass the slopes expose.
+
+    The one-sided slopes -1 and 1 disagree; agreement would still not prove
+    that a derivative exists.
+    """
+
+    def compute():
+        return Report((render.kink(chapter.absolute_kink_diagnostic(point, step, tolerance)),))
+
+    run(output_format, compute)

@@ -1,0 +1,38 @@
+"""``gradcheck quadratic``: q(θ) = θ², one central difference and its candidates (the start-up benchmark)."""
+
+import click
+
+from .. import chapter, render
+from ..cli import ChapterDefault, Report, output_options, run
+
+_STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
+
+
+def quadratic_report(point, step, tolerance, analytic=()) -> Report:
+    """The user's candidates for q'(θ), else the chapter's correct and wrong ones; ``demo`` shows the same."""
+    if analytic:
+        candidates, labels = analytic, ["candidate"] * len(analytic)
+    else:
+        wrong = chapter.QUADRATIC_CANDIDATES[1]
+        candidates, labels = (chapter.quadratic_derivative(point), wrong), ("correct candidate", "wrong candidate")
+    checks = [chapter.quadratic_gradient_check(candidate, point, step, tolerance) for candidate in candidates]
+    verdicts = tuple(check.comparison.passed for check in checks) if analytic else ()
+    return Report((render.quadratic(checks, labels),), verdicts)
+
+
+@click.command()
+@click.option("--point", type=float, default=ChapterDefault(chapter.QUADRATIC_POINT), help="The point θ.")
+@click.option("--step", type=float, default=ChapterDefault(chapter.QUADRATIC_STEP), help="The requested step h.")
+@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
+@click.option(
+    "--analytic",
+    type=float,
+    multiple=True,
+    metavar="X",
+    help="Your candidate for q'(θ); repeat for several. Exit 1 if one fails. "
+    "Without it: the hand derivative 2θ (the chapter's 6) and the chapter's wrong candidate 5.5.",
+)
+@output_options
+def quadratic(output_format, point, step, tolerance, analytic):
+    """q(θ) = θ²: one central difference and its candidates."""
+    run(output_format, lambda: quadratic_report(point, step, tolerance, analytic))

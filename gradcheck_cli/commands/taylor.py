@@ -1,0 +1,56 @@
+"""``gradcheck taylor``: the Taylor-remainder test of the user's gradient."""
+
+import click
+
+from .. import chapter, render
+from ..cli import (
+    PARAM_OPTION,
+    PLOT_FILE,
+    PROBLEM_HELP,
+    Report,
+    draw_plot,
+    output_options,
+    plot_target,
+    problem_argument,
+    run,
+    user_problem,
+)
+
+
+@click.command(
+    short_help="The Taylor-remainder test of your gradient: no tolerance needed.",
+    help=(
+        "The Taylor-remainder test of PROBLEM: a verdict on the whole gradient that needs no tolerance.\n\n"
+        + PROBLEM_HELP
+        + "\n\n"
+        "Along a deterministic unit direction d, the remainder f(x + Δ) − f(x) − g·Δ, with Δ the "
+        "displacement actually stored, shrinks like h² when the gradient g is right and like h "
+        "when it is wrong. The order is fitted where rounding does not dominate: order ≥ 1.75 "
+        "passes, 0.75 to 1.25 fails, anything else is inconclusive.\n\n"
+        "Exit status: 0 when it passes, 1 when it fails or is inconclusive, 2 for bad input."
+    ),
+)
+@problem_argument
+@PARAM_OPTION
+@click.option("--seed", type=int, default=chapter.TAYLOR_SEED, help="Selects the deterministic direction d.")
+@click.option(
+    "--plot",
+    type=PLOT_FILE,
+    metavar="FILE",
+    help="Also draw |R| against h, with reference slopes 1 and 2, into FILE.png or FILE.svg (needs matplotlib).",
+)
+@output_options
+def taylor(output_format, problem, names, seed, plot):
+    def compute():
+        plot_path = plot_target(plot)
+        from ..taylor import taylor_test
+
+        with user_problem(problem) as loaded:
+            result = taylor_test(loaded, names=list(names) or None, seed=seed)
+        if plot_path is not None:
+            from ..plotting import plot_taylor
+
+            draw_plot(plot_taylor, plot_path, result)
+        return Report((render.taylor(result),), (result.passed,))
+
+    run(output_format, compute)
