@@ -502,38 +502,31 @@ def _purity(entries: list) -> PurityVerdict:
     """Compare the center values of ``(parameter, CoordinateCheck)`` entries bit for bit."""
     reference_parameter, reference = entries[0]
     reference_value = reference.difference.center_value
+    differing_parameter = differing_coordinate = differing_value = None
     for parameter, entry in entries[1:]:
-        value = entry.difference.center_value
-        if not same_bits(value, reference_value):
-            message = (
-                "the objective is nondeterministic or stateful: with every parameter restored, "
-                f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
-                f"but f at {_where(parameter, entry.coordinate)} was {rust_debug(value)}"
-            )
-            return PurityVerdict(
-                pure=False,
-                compared=len(entries),
-                reference_parameter=reference_parameter,
-                reference_coordinate=reference.coordinate,
-                reference_value=reference_value,
-                differing_parameter=parameter,
-                differing_coordinate=entry.coordinate,
-                differing_value=value,
-                message=message,
-            )
-    if len(entries) == 1:
+        if not same_bits(entry.difference.center_value, reference_value):
+            differing_parameter, differing_coordinate = parameter, entry.coordinate
+            differing_value = entry.difference.center_value
+            break
+    if differing_parameter is not None:
+        message = (
+            "the objective is nondeterministic or stateful: with every parameter restored, "
+            f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
+            f"but f at {_where(differing_parameter, differing_coordinate)} was {rust_debug(differing_value)}"
+        )
+    elif len(entries) == 1:
         message = "one center value: nothing to compare"
     else:
         message = f"all {len(entries)} center values are bit-identical"
     return PurityVerdict(
-        pure=True,
+        pure=differing_parameter is None,
         compared=len(entries),
         reference_parameter=reference_parameter,
         reference_coordinate=reference.coordinate,
         reference_value=reference_value,
-        differing_parameter=None,
-        differing_coordinate=None,
-        differing_value=None,
+        differing_parameter=differing_parameter,
+        differing_coordinate=differing_coordinate,
+        differing_value=differing_value,
         message=message,
     )
 
