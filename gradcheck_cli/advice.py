@@ -50,6 +50,8 @@ no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
 :func:`advise_problem_steps`) and dtypes given as numpy objects load it.
 """
 
+from __future__ import annotations
+
 import math
 from fractions import Fraction
 from typing import Callable, Sequence

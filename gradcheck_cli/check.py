@@ -49,6 +49,8 @@ across parameters. Passing is evidence for the selected coordinates, probes,
 steps and tolerances only — not a proof of the whole gradient.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 import operator

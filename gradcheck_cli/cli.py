@@ -8,7 +8,7 @@ and passes it to :func:`run`, which renders it and exits with the status that
 :func:`exit_status` decides. Start-up matters: only the invoked subcommand's
 module is imported (and its options built), this module imports neither
 numpy nor rich, the commands that need numpy import it inside their bodies,
-and only :mod:`render` imports rich, inside its table functions.
+and only :mod:`tables` imports rich, when a table or progress bar is drawn.
 
 A new subcommand is a module of a handful of lines, ``commands/cube.py``::
 
@@ -32,16 +32,14 @@ A new subcommand is a module of a handful of lines, ``commands/cube.py``::
 and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 """
 
-import contextlib
 import functools
-import importlib
 import os
 import sys
 
 import click
 
 from . import __version__, render
-from .errors import CommandLineError, GradCheckError, InputFileError, ObjectiveRaised, PlottingUnavailable
+from .errors import CommandLineError, GradCheckError
 from .formatting import rust_debug
 
 __all__ = [
@@ -52,13 +50,10 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_BROKEN_PIPE",
     "CommandLineError",
-    "InputFileError",
-    "ObjectiveRaised",
     "Report",
     "exit_status",
     "output_options",
     "run",
-    "load_array",
     "main",
     "SUBCOMMANDS",
 ]
@@ -252,7 +247,9 @@ class GradcheckGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in self.commands and name in self.lazy_commands:
             module, command = self.lazy_commands[name].split(":")
-            self.add_command(getattr(importlib.import_module(f".commands.{module}", __package__), command), name)
+            module = f"{__package__}.commands.{module}"
+            __import__(module)  # importlib.import_module, without importing importlib at start-up
+            self.add_command(getattr(sys.modules[module], command), name)
         return self.commands.get(name)
 
     def resolve_command(self, ctx, args):
@@ -300,194 +297,6 @@ class ChapterDefault:
     def __str__(self):
         items = self.value if isinstance(self.value, tuple) else (self.value,)
         return ",".join(rust_debug(item) if isinstance(item, float) else str(item) for item in items)
-
-
-class NumberList(click.ParamType):
-    """Comma-separated numbers, optionally in brackets: ``1,1e-1,1e-3`` or ``[2, 3]``."""
-
-    def __init__(self, kind: type, example: str):
-        self.kind, self.example = kind, example
-        self.noun = "whole number" if kind is int else "number"
-        self.name = f"{kind.__name__}-list"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, (tuple, list)):
-            return tuple(value)
-        expected = f"expected comma-separated {self.noun}s like {self.example}"
-        text = value.strip()
-        if text.startswith("[") and text.endswith("]"):
-            text = text[1:-1]
-        items = [item.strip() for item in text.split(",")]
-        if items == [""]:
-            self.fail(f"{value!r} is empty; {expected}", param, ctx)
-        numbers = []
-        for item in items:
-            try:
-                numbers.append(self.kind(item))
-            except ValueError:
-                where = "" if len(items) == 1 else f" in {value!r}"
-                self.fail(f"{item!r}{where} is not a {self.noun}; {expected}", param, ctx)
-        return tuple(numbers)
-
-
-class SampleCount(click.ParamType):
-    """``--samples``: a positive whole number, or ``all`` for every coordinate."""
-
-    name = "samples"
-
-    def convert(self, value, param, ctx):
-        if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-            return value
-        try:
-            count = int(value.strip())
-        except ValueError:
-            count = 0
-        if count <= 0:
-            self.fail(f'{value!r} is neither a positive whole number nor "all"', param, ctx)
-        return count
-
-
-class StepOrAuto(click.ParamType):
-    """``--step``: a number, or ``auto`` for the advised step of each parameter."""
-
-    name = "step"
-
-    def convert(self, value, param, ctx):
-        if value == "auto" or isinstance(value, float):
-            return value
-        try:
-            return float(value)
-        except ValueError:
-            self.fail(f'{value!r} is neither a number nor "auto"', param, ctx)
-
-
-FLOAT_LIST = NumberList(float, "1,1e-1,1e-3")
-INT_LIST = NumberList(int, "2,3")
-EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-PLOT_FILE = click.Path(dir_okay=False)
-
-
-def load_array(path: str, option: str):
-    """A float64 array from a .npy file or a JSON nested list of real numbers.
-
-    The format is recognised by content (the .npy magic bytes), not by the
-    file name. Raises InputFileError for anything else.
-    """
-    import io
-    import json
-
-    import numpy as np
-
-    try:
-        with open(path, "rb") as file:
-            raw = file.read()
-    except OSError as error:
-        raise InputFileError(option=option, path=path, problem=f"cannot be read: {error.strerror}") from None
-    if not raw.strip():
-        raise InputFileError(option=option, path=path, problem="is empty")
-    if raw.startswith(b"\x93NUMPY"):
-        try:
-            array = np.load(io.BytesIO(raw), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as error:
-            raise InputFileError(option=option, path=path, problem=f"is not a readable .npy array: {error}") from None
-    else:
-        try:
-            data = json.loads(raw)
-        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            problem = f"is neither a .npy array nor JSON: {error}"
-            raise InputFileError(option=option, path=path, problem=problem) from None
-        except RecursionError:
-            raise InputFileError(option=option, path=path, problem="nests its lists too deeply") from None
-        try:
-            array = np.array(data)
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            array = None
-        if array is None or array.dtype == object:
-            raise InputFileError(option=option, path=path, problem="is not a rectangular nested list of numbers")
-    if array.dtype.kind not in "iuf" or array.dtype.itemsize > 8:
-        raise InputFileError(option=option, path=path, problem=f"must hold real numbers, got dtype {array.dtype}")
-    return array.astype(np.float64)
-
-
-@contextlib.contextmanager
-def user_problem(reference: str):
-    """Load the user's problem for a command and keep the user's code apart from gradcheck's.
-
-    Whatever the user's code prints goes to stderr, since stdout carries
-    results only (a ``--json`` document must stay one document). An
-    exception that comes out of the user's objective (SystemExit included)
-    becomes :class:`ObjectiveRaised`, one line and exit 2: the library lets
-    it propagate unchanged after restoring every array. Any other exception
-    is gradcheck's own defect and is left alone, so it is reported as an
-    internal error rather than blamed on the user; KeyboardInterrupt passes.
-    """
-    import dataclasses
-
-    from .problem import _one_line, load_problem
-
-    raised = []
-
-    def watched(objective):
-        def call(parameters):
-            try:
-                return objective(parameters)
-            except BaseException as error:
-                raised.append(error)
-                raise
-
-        return call
-
-    with contextlib.redirect_stdout(sys.stderr):
-        try:
-            problem = load_problem(reference)
-            yield dataclasses.replace(problem, objective=watched(problem.objective))
-        except (Exception, SystemExit) as error:
-            if raised and error is raised[-1] and not isinstance(error, GradCheckError):
-                raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
-            raise
-
-
-PROBLEM_HELP = (
-    "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
-    "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
-    "called as objective(parameters)."
-)
-PARAM_OPTION = click.option(
-    "--param",
-    "names",
-    multiple=True,
-    metavar="NAME",
-    help="Only this parameter (repeat for several; the problem's order is kept). Default: all.",
-)
-
-
-def problem_argument(command):
-    """The PROBLEM argument of ``check`` and ``taylor``; :data:`PROBLEM_HELP` explains it in their help."""
-    return click.argument("problem", metavar="PROBLEM")(command)
-
-
-def plot_target(path):
-    """Validate ``--plot FILE`` before any work: a .png or .svg name, and matplotlib installed."""
-    if path is None:
-        return None
-    import importlib.util
-
-    from .plotting import plot_format
-
-    plot_format(path)
-    if importlib.util.find_spec("matplotlib") is None:
-        raise PlottingUnavailable()
-    return path
-
-
-def draw_plot(draw, path, *arguments, **keywords) -> None:
-    """Call a :mod:`plotting` function that writes ``path``; a file that cannot be written is bad input."""
-    try:
-        draw(*arguments, path, **keywords)
-    except OSError as error:
-        problem = f"cannot be written: {error.strerror or error}"
-        raise InputFileError(option="--plot", path=path, problem=problem) from None
-    click.echo(f"wrote {path}", err=True)
 
 
 # ---------------------------------------------------------------- commands

@@ -5,6 +5,8 @@ standard library (never numpy). The chapter's rule throughout is that the deriva
 computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 """
 
+from __future__ import annotations
+
 import math
 from typing import Callable, Sequence
 

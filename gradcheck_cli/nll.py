@@ -8,6 +8,8 @@ scaling. They share no helper; both still share the inputs, IEEE f64
 arithmetic and libm's exponential, numpy storage, and row-major indexing.
 """
 
+from __future__ import annotations
+
 import math
 from typing import Sequence
 

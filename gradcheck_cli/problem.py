@@ -7,6 +7,8 @@ gradients)``. The objective is called as ``objective(parameters)`` with the
 same mapping of arrays, which the checkers perturb in place and restore.
 """
 
+from __future__ import annotations
+
 import contextlib
 import importlib
 import importlib.util

@@ -4,6 +4,8 @@ The sampler never allocates the tensor, so it answers at once for shapes far
 larger than memory, and ``gradcheck sample`` starts without importing numpy.
 """
 
+from __future__ import annotations
+
 import math
 import operator
 from typing import Sequence

@@ -16,6 +16,8 @@ needs only the records themselves, so it works at any point and step list:
    ``crossover``, where truncation and rounding error meet.
 """
 
+from __future__ import annotations
+
 from typing import Callable, Sequence
 
 from .estimator import ScalarGradientCheck, scalar_gradient_check, validate_tolerance

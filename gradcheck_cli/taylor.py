@@ -82,6 +82,8 @@ Every parameter is bit-identical afterwards on every path (return, typed
 error, exception from the objective, KeyboardInterrupt).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 from typing import Mapping, Sequence

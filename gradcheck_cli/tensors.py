@@ -12,6 +12,8 @@ pieces, so that they validate and probe identically:
 :func:`probe_coordinate` (one coordinate's three calls).
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional

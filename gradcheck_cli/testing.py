@@ -16,6 +16,8 @@ non-finite value) is not an assertion failure: its typed
 Plain text only: this module never imports rich.
 """
 
+from __future__ import annotations
+
 from typing import Callable, Iterable, Mapping, Optional
 
 from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli import __version__, chapter, nll, render, scan
+from gradcheck_cli import __version__, chapter, nll, render, scan, tables
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
     EXIT_CANDIDATE_FAILED,
@@ -583,7 +583,7 @@ def test_the_kink_table_warns_about_the_false_pass():
     [(0.0, "0"), (0.1739130434782609, "1.74×10⁻¹"), (2.103583973678e-11, "2.10×10⁻¹¹"), (2.0, "2.00")],
 )
 def test_compact_scientific(number, text):
-    assert render.compact_scientific(number) == text
+    assert tables.compact_scientific(number) == text
 
 
 class _Terminal(io.StringIO):
@@ -697,6 +697,38 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
     imported = {line.rsplit("|", 1)[-1].strip() for line in completed.stderr.splitlines() if "|" in line}
     assert "click" in imported  # the check sees imports at all
     assert not {name for name in imported if name.split(".")[0] in ("numpy", "rich")}
+
+
+#: All that `gradcheck quadratic` may load beyond click (start-up is benchmarked against `import click`).
+QUADRATIC_MODULES = {
+    "gradcheck_cli",
+    "gradcheck_cli.chapter",
+    "gradcheck_cli.cli",
+    "gradcheck_cli.commands",
+    "gradcheck_cli.commands.quadratic",
+    "gradcheck_cli.errors",
+    "gradcheck_cli.estimator",
+    "gradcheck_cli.formatting",
+    "gradcheck_cli.records",
+    "gradcheck_cli.render",
+}
+#: The standard library it may add: math for the arithmetic, locale for click's own gettext lookup.
+QUADRATIC_STANDARD_MODULES = {"math", "locale", "_locale"}
+
+
+def test_quadratic_loads_nothing_it_does_not_use():
+    code = (
+        "import sys, click\n"
+        "before = set(sys.modules)\n"
+        "from gradcheck_cli.cli import main\n"
+        "status = main(['quadratic'], standalone_mode=False)\n"
+        "print(*sorted(set(sys.modules) - before), file=sys.stderr)\n"
+    )
+    completed = _python("-c", code)
+    assert completed.returncode == EXIT_OK, completed.stderr
+    loaded = set(completed.stderr.split())
+    assert {name for name in loaded if name.startswith("gradcheck_cli")} == QUADRATIC_MODULES
+    assert {name for name in loaded if not name.startswith("gradcheck_cli")} <= QUADRATIC_STANDARD_MODULES
 
 
 # ------------------------------------------------- adding a subcommand

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter, check, render
+from gradcheck_cli import chapter, check, render, tables
 from gradcheck_cli.advice import advise_problem_steps, advise_step
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
@@ -32,10 +32,10 @@ from gradcheck_cli.cli import (
     EXIT_CANDIDATE_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    ObjectiveRaised,
     main,
 )
 from gradcheck_cli.dtypes import probe_dtype
+from gradcheck_cli.errors import ObjectiveRaised
 from gradcheck_cli.problem import load_problem
 from gradcheck_cli.taylor import taylor_test
 
@@ -756,7 +756,7 @@ class Clock:
 
 def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
     clock, stream = Clock(), Terminal()
-    with render.ProgressBar("checking coordinates", stream, delay=1.0, clock=clock) as progress:
+    with tables.ProgressBar("checking coordinates", stream, delay=1.0, clock=clock) as progress:
         progress(0, 10)
         clock.now += 0.99
         progress(4, 10)
@@ -771,7 +771,7 @@ def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
 
 def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal():
     clock, stream = Clock(), io.StringIO()
-    with render.ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
+    with tables.ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
         for done in range(11):
             clock.now += 5.0
             progress(done, 10)

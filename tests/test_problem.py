@@ -2,7 +2,6 @@
 
 import json
 import sys
-import textwrap
 
 import numpy as np
 import pytest

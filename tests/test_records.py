@@ -4,6 +4,8 @@ import copy
 import dataclasses
 import math
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -58,3 +60,19 @@ def test_constructor_takes_exactly_the_fields():
 def test_bits_tell_signed_zeros_and_nan_payloads_apart():
     assert not same_bits(0.0, -0.0) and same_bits(math.nan, math.nan)
     assert float_bits(1.0) == 0x3FF0000000000000
+
+
+def test_the_dataclass_machinery_waits_for_first_use():
+    # Start-up: declaring and using records must not import dataclasses; the first
+    # dataclasses.fields() call then makes the class a dataclass like any other.
+    code = (
+        "import sys\n"
+        "from gradcheck_cli.chapter import quadratic_gradient_check\n"
+        "check = quadratic_gradient_check(5.5)\n"
+        "assert check.comparison.passed is False and 'dataclasses' not in sys.modules, sorted(sys.modules)\n"
+        "import dataclasses\n"
+        "print([field.name for field in dataclasses.fields(check.difference)][:2])\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "['point', 'requested_step']\n"

@@ -2,19 +2,10 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import (
-    PARAM_OPTION,
-    PROBLEM_HELP,
-    Report,
-    SampleCount,
-    StepOrAuto,
-    output_options,
-    problem_argument,
-    run,
-    user_problem,
-)
+from .. import chapter, render, tables
+from ..cli import Report, output_options, run
 from ..estimator import validate_step, validate_tolerance
+from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, problem_argument, user_problem
 
 
 @click.command(
@@ -63,7 +54,7 @@ def check(output_format, problem, samples, step, tolerance, names):
 
         selected = list(names) or None
         with user_problem(problem) as loaded:
-            with render.ProgressBar("checking coordinates") as progress:
+            with tables.ProgressBar("checking coordinates") as progress:
                 report = check_problem(
                     loaded, samples=samples, step=step, tolerance=tolerance, names=selected, progress=progress
                 )

@@ -3,7 +3,8 @@
 import click
 
 from .. import chapter, render
-from ..cli import EXISTING_FILE, INT_LIST, ChapterDefault, Report, load_array, output_options, run
+from ..cli import ChapterDefault, Report, output_options, run
+from .options import EXISTING_FILE, INT_LIST, load_array
 
 
 @click.command("nll")

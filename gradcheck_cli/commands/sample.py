@@ -3,7 +3,8 @@
 import click
 
 from .. import chapter, render
-from ..cli import INT_LIST, ChapterDefault, Report, output_options, run
+from ..cli import ChapterDefault, Report, output_options, run
+from .options import INT_LIST
 
 
 @click.command()

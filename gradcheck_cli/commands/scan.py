@@ -3,8 +3,9 @@
 import click
 
 from .. import chapter, render
-from ..cli import FLOAT_LIST, PLOT_FILE, ChapterDefault, Report, draw_plot, output_options, plot_target, run
+from ..cli import ChapterDefault, Report, output_options, run
 from ..scan import __doc__ as _scan_doc
+from .options import FLOAT_LIST, PLOT_FILE, draw_plot, plot_target
 
 _STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
 

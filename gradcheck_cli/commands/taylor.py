@@ -3,18 +3,8 @@
 import click
 
 from .. import chapter, render
-from ..cli import (
-    PARAM_OPTION,
-    PLOT_FILE,
-    PROBLEM_HELP,
-    Report,
-    draw_plot,
-    output_options,
-    plot_target,
-    problem_argument,
-    run,
-    user_problem,
-)
+from ..cli import Report, output_options, run
+from .options import PARAM_OPTION, PLOT_FILE, PROBLEM_HELP, draw_plot, plot_target, problem_argument, user_problem
 
 
 @click.command(
