@@ -1,12 +1,21 @@
 """Start-up: `gradcheck quadratic` against `python -c "import click"`.
 
 Each command runs as a fresh process, the commands interleaved round after
-round (the order rotating), and the ratio of medians is reported. Two
-conditions are timed side by side: bytecode cached, as a user has it after
-`pip install` (the goal applies here), and this environment as it is, where
-PYTHONDONTWRITEBYTECODE=1 with an editable install means gradcheck_cli is
-compiled from source at every start while click's bytecode is cached. A
-scalar subcommand must not import numpy or rich, so `python -X importtime`
+round (the order rotating), and the ratio of medians is reported. Three
+conditions are timed side by side:
+
+- cached: this environment with bytecode cached, as a user has it after
+  `pip install` (the goal applies here);
+- minimal: a fresh virtual environment where only click and gradcheck_cli
+  can be imported and `gradcheck` is the script pip writes. Python itself
+  starts in about 10 ms there instead of 30 (no .pth files to process, no
+  modules preloaded by site), so every module gradcheck adds weighs more in
+  the ratio: the harshest fair condition;
+- as is: this environment as it is, where PYTHONDONTWRITEBYTECODE=1 with an
+  editable install means gradcheck_cli is compiled from source at every
+  start while click's bytecode is cached.
+
+A scalar subcommand must not import numpy or rich, so `python -X importtime`
 names the heavy modules imported and what the command imports beyond click.
 
 Usage: python benchmarks/startup.py [--repeats 30]
@@ -83,31 +92,89 @@ def report_imports(label, command, baseline, environment):
     extra = {name: value for name, value in modules.items() if name not in baseline}
     extra_self = sum(self_us for self_us, _, _ in extra.values())
     print(f"  beyond `import click`: {len(extra)} modules, {extra_self / 1e3:.1f} ms of their own import time")
-    # The outermost two levels, heaviest first, say where the time goes.
-    top = min((depth for _, _, depth in extra.values()), default=0)
-    outermost = sorted(
-        ((cumulative, name, depth) for name, (_, cumulative, depth) in extra.items() if depth <= top + 1),
-        reverse=True,
-    )
-    for cumulative, name, depth in outermost[:10]:
-        print(f"    {cumulative / 1e3:7.1f} ms cumulative  {'  ' * (depth - top)}{name}")
+    # Own (self) time, not cumulative: a module that happens to import click first would carry all of click.
+    for self_us, name in sorted(((self_us, name) for name, (self_us, _, _) in extra.items()), reverse=True)[:10]:
+        print(f"    {self_us / 1e3:7.2f} ms  {name}")
     return heavy
 
 
-def environments(cache_directory):
-    """The start-up conditions to time, by label, as (environment, explanation)."""
+#: What pip writes as the ``gradcheck`` console script (entry point ``gradcheck_cli.cli:main``).
+CONSOLE_SCRIPT = """import re
+import sys
+from gradcheck_cli.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def minimal_environment(directory, cached):
+    """A fresh venv in ``directory`` that can import click and gradcheck_cli and nothing else installed.
+
+    Returns (python, console script, environment). The two packages are
+    reached through PYTHONPATH (links to this checkout and to click's
+    package), so no .pth file of this environment runs and nothing is copied.
+    """
+    import click
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(directory)
+    python = str(Path(directory) / "bin" / "python")
+    packages = Path(directory) / "packages"
+    packages.mkdir()
+    (packages / "click").symlink_to(Path(click.__file__).parent)
+    (packages / "gradcheck_cli").symlink_to(REPOSITORY / "gradcheck_cli")
+    script = Path(directory) / "bin" / "gradcheck"
+    script.write_text(f"#!{python}\n" + CONSOLE_SCRIPT, encoding="utf-8")
+    script.chmod(0o755)
+    environment = {**cached, "PYTHONPATH": str(packages)}
+    return python, str(script), environment
+
+
+def environments(work_directory):
+    """The start-up conditions to time, by label, as (python, console script, environment, explanation)."""
+    cache_directory = os.path.join(work_directory, "pycache")
     cached = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     cached["PYTHONPYCACHEPREFIX"] = cache_directory
+    script = console_script()
     modes = {
-        "cached": (cached, "bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX in a temporary directory)"),
+        "cached": (
+            sys.executable,
+            script,
+            cached,
+            "bytecode cached, as after `pip install` (PYTHONPYCACHEPREFIX in a temporary directory)",
+        ),
+        "minimal": (
+            *minimal_environment(os.path.join(work_directory, "venv"), cached),
+            "a fresh venv importing only click and gradcheck_cli, bytecode cached: Python itself starts "
+            "fastest here, so this ratio is the harshest",
+        ),
     }
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         modes["as is"] = (
+            sys.executable,
+            script,
             dict(os.environ),
             "this environment as it is: PYTHONDONTWRITEBYTECODE is set and gradcheck_cli is an editable "
             "install, so its modules are compiled from source at every start (click's come from site-packages' .pyc)",
         )
     return modes
+
+
+def commands_for(python, script, cli_exists):
+    """The timed commands (label → argv) for one interpreter; the CLI's only once it exists."""
+    commands = {
+        "python -c pass": [python, "-c", "pass"],
+        "python -c 'import click'": [python, "-c", "import click"],
+        "python -c 'import gradcheck_cli'": [python, "-c", "import gradcheck_cli"],
+        # The floor of any click program: invoking a command costs more than importing click.
+        "a one-command click program": [python, "-c", HELLO_CLICK, "--name", "gradcheck"],
+    }
+    if cli_exists:
+        commands["python -m gradcheck_cli quadratic"] = [python, "-m", "gradcheck_cli", "quadratic"]
+        if script is not None:
+            commands["gradcheck quadratic"] = [script, "quadratic"]
+    return commands
 
 
 def main():
@@ -116,42 +183,26 @@ def main():
     arguments = parser.parse_args()
 
     header("start-up: gradcheck quadratic vs python -c 'import click'")
-    python = sys.executable
-    commands = {
-        "python -c pass": [python, "-c", "pass"],
-        "python -c 'import click'": [python, "-c", "import click"],
-        "python -c 'import gradcheck_cli'": [python, "-c", "import gradcheck_cli"],
-        # The floor of any click program: invoking a command costs more than importing click.
-        "a one-command click program": [python, "-c", HELLO_CLICK, "--name", "gradcheck"],
-    }
     cli_exists = importlib.util.find_spec("gradcheck_cli.cli") is not None
-    cli_labels = []
     if not cli_exists:
         print("NOT MEASURED: gradcheck_cli/cli.py does not exist yet, so there is no `gradcheck quadratic`;")
         print("  only the library import is timed below. Re-run this script once the CLI has landed.")
-    else:
-        cli_labels.append("python -m gradcheck_cli quadratic")
-        commands[cli_labels[-1]] = [python, "-m", "gradcheck_cli", "quadratic"]
-        script = console_script()
-        if script is None:
-            print("note: no `gradcheck` console script beside this interpreter or on PATH; timing `python -m` only")
-        else:
-            cli_labels.append("gradcheck quadratic")
-            commands[cli_labels[-1]] = [script, "quadratic"]
-            print(f"console script: {script}")
-        for label in cli_labels:
-            completed = run_once(commands[label])
-            if completed.returncode != 0:
-                print(f"FAILED: `{label}` exited {completed.returncode}; start-up not measured.")
-                print("  " + "\n  ".join(completed.stderr.strip().splitlines()[-5:]))
-                return 1
 
-    with tempfile.TemporaryDirectory(prefix="gradcheck-bench-pycache-") as cache_directory:
-        modes = environments(cache_directory)
+    with tempfile.TemporaryDirectory(prefix="gradcheck-bench-startup-") as work_directory:
+        modes = environments(work_directory)
+        commands = {mode: commands_for(python, script, cli_exists) for mode, (python, script, _, _) in modes.items()}
+        print(f"console script: {modes['cached'][1] or 'none beside this interpreter or on PATH (python -m only)'}")
+        for mode, (_, _, environment, _) in modes.items():
+            for label, command in commands[mode].items():
+                completed = run_once(command, environment)
+                if completed.returncode != 0:
+                    print(f"FAILED: `{label}` [{mode}] exited {completed.returncode}; start-up not measured.")
+                    print("  " + "\n  ".join(completed.stderr.strip().splitlines()[-5:]))
+                    return 1
         contenders = {
-            (mode, label): timed_process(command, environment)
-            for mode, (environment, _) in modes.items()
-            for label, command in commands.items()
+            (mode, label): timed_process(command, modes[mode][2])
+            for mode in modes
+            for label, command in commands[mode].items()
         }
         started = time.perf_counter()
         timings = interleaved(contenders, arguments.repeats, warmup=2)
@@ -159,18 +210,18 @@ def main():
         print(
             f"{arguments.repeats} interleaved runs of each command in each mode; wall time per process, median (range)"
         )
-        width = max(map(len, commands))
-        for mode, (environment, explanation) in modes.items():
+        width = max(len(label) for labels in commands.values() for label in labels)
+        for mode, (_, _, _, explanation) in modes.items():
             print(f"[{mode}] {explanation}")
             click_median = median(timings[mode, "python -c 'import click'"]["wall"])
-            for label in commands:
+            for label in commands[mode]:
                 values = timings[mode, label]["wall"]
                 ratio = median(values) / click_median
-                goal = f"  {verdict(ratio, GOAL)}" if label in cli_labels else ""
+                goal = f"  {verdict(ratio, GOAL)}" if "quadratic" in label else ""
                 print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f}{goal}")
         print(f"(timing took {seconds(elapsed)})")
 
-        environment = modes["cached"][0]
+        environment = modes["cached"][2]
         baseline = imported_modules(["-c", "import click"], environment)
         if cli_exists:
             report_imports(
