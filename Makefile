@@ -6,11 +6,12 @@ STAMP := .installed
 .PHONY: install run test golden startup bench clean
 
 # The stamp only says pip ran; it outlives a new virtualenv or a machine whose site-packages were
-# reset. So it is dropped (and pip runs again) whenever $(PYTHON), started outside this directory,
-# does not import gradcheck_cli from this checkout.
-IMPORTS_THIS_CHECKOUT = import gradcheck_cli, os, sys; \
-	sys.exit(not os.path.realpath(gradcheck_cli.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep))
-ifneq ($(shell cd / && $(PYTHON) -c "$(IMPORTS_THIS_CHECKOUT)" "$(CURDIR)" 2>/dev/null && echo yes),yes)
+# reset. So it is dropped (and pip runs again) whenever $(PYTHON) does not import gradcheck_cli from
+# this checkout through its installation: the check first takes this directory off sys.path.
+IMPORTS_THIS_CHECKOUT = import os, sys; here = os.path.realpath(sys.argv[1]); \
+	sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != here]; import gradcheck_cli; \
+	sys.exit(not os.path.realpath(gradcheck_cli.__file__).startswith(here + os.sep))
+ifneq ($(shell $(PYTHON) -c "$(IMPORTS_THIS_CHECKOUT)" "$(CURDIR)" 2>/dev/null && echo yes),yes)
 $(shell rm -f $(STAMP))
 endif
 

@@ -8,6 +8,8 @@ imports no numpy, so the scalar subcommands start fast; the NLL fixture
 lives in :mod:`nll`.
 """
 
+from __future__ import annotations
+
 
 from .errors import GradCheckError
 from .estimator import (

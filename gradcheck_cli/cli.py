@@ -33,6 +33,7 @@ and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 """
 
 import functools
+import importlib
 import os
 import sys
 
@@ -247,9 +248,7 @@ class GradcheckGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in self.commands and name in self.lazy_commands:
             module, command = self.lazy_commands[name].split(":")
-            module = f"{__package__}.commands.{module}"
-            __import__(module)  # importlib.import_module, without importing importlib at start-up
-            self.add_command(getattr(sys.modules[module], command), name)
+            self.add_command(getattr(importlib.import_module(f".commands.{module}", __package__), command), name)
         return self.commands.get(name)
 
     def resolve_command(self, ctx, args):

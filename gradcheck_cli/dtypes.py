@@ -75,6 +75,8 @@ dtype that is not already one of the names in :data:`PROBE_DTYPES` or
 Python's ``float``.
 """
 
+from __future__ import annotations
+
 import math
 from fractions import Fraction
 

@@ -85,6 +85,10 @@ class Record:
     def to_dict(self) -> dict:
         return {name: json_ready(value) for name, value in zip(self._field_names, self._values())}
 
+    def __replace__(self, **changes):
+        """``copy.replace(record, field=value)`` (Python 3.13), as on any dataclass."""
+        return type(self)(**{**dict(zip(self._field_names, self._values())), **changes})
+
 
 class _DataclassFields:
     """A record's ``__dataclass_fields__``, made on first use.
@@ -115,14 +119,21 @@ def record(cls):
     ``@dataclass(frozen=True)`` compiles six methods for every class, about
     0.5 ms each class at import, and start-up matters here (``gradcheck
     quadratic`` must start almost as fast as click). Here the fields are the
-    class's annotations in order, the five shared methods come from
+    class's annotations in order, the shared methods come from
     :class:`Record`, and only ``__init__`` is compiled; it installs the
     instance dictionary in one call, past the frozen ``__setattr__``. The
     dataclass machinery itself runs on first use (see
-    :class:`_DataclassFields`).
+    :class:`_DataclassFields`). A record extends :class:`Record` directly,
+    and every annotation is a field (no defaults, no ``ClassVar``).
     """
-    names = tuple(cls.__dict__.get("__annotations__", ()))
+    if cls.__bases__ != (Record,):
+        raise TypeError(f"record {cls.__qualname__} must extend Record directly, not {cls.__bases__}")
+    names = tuple(cls.__annotations__)  # the class's own annotations (Python 3.10+)
+    shared = [name for name in names if "ClassVar" in str(cls.__annotations__[name]) or name in cls.__dict__]
+    if shared:
+        raise TypeError(f"record {cls.__qualname__} takes no class variables or defaults: {shared}")
     cls._field_names = names
+    cls.__match_args__ = names
     source = (
         f"def __init__(self, {', '.join(names)}):\n"
         f"    _store(self, '__dict__', {{{', '.join(f'{name!r}: {name}' for name in names)}}})\n"

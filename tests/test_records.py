@@ -76,3 +76,66 @@ def test_the_dataclass_machinery_waits_for_first_use():
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "['point', 'requested_step']\n"
+
+
+def test_every_result_class_becomes_the_dataclass_its_fields_say():
+    import importlib
+    import pkgutil
+
+    import gradcheck_cli
+    from gradcheck_cli.records import Record
+
+    for module in pkgutil.iter_modules(gradcheck_cli.__path__):
+        if module.name != "__main__":  # that one runs the command line
+            importlib.import_module(f"gradcheck_cli.{module.name}")
+    classes = Record.__subclasses__()
+    assert len(classes) >= 20  # every module's results, found
+    for cls in classes:
+        assert dataclasses.is_dataclass(cls), cls
+        assert tuple(field.name for field in dataclasses.fields(cls)) == cls._field_names, cls
+    assert not dataclasses.is_dataclass(Record)
+
+
+def test_match_and_replace_work_before_the_dataclass_machinery_runs():
+    code = (
+        "import copy, sys\n"
+        "from gradcheck_cli.estimator import GradientComparison, compare_gradients\n"
+        "comparison = compare_gradients(5.5, 6.0, 1e-6)\n"
+        "match comparison:\n"
+        "    case GradientComparison(analytic, numerical):\n"
+        "        print(analytic, numerical)\n"
+        "relaxed = comparison.__replace__(tolerance=1.0)\n"
+        "print(relaxed.tolerance, relaxed.analytic, 'dataclasses' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "5.5 6.0\n1.0 5.5 False\n"
+    comparison = compare_gradients(5.5, 6.0, 1e-6)
+    if hasattr(copy, "replace"):  # Python 3.13
+        assert copy.replace(comparison, passed=True).passed is True
+
+
+def test_a_record_is_declared_plainly():
+    from typing import ClassVar
+
+    from gradcheck_cli.records import Record, record
+
+    @record
+    class Pair(Record):
+        first: float
+        second: float
+
+    assert Pair(1.0, 2.0).second == 2.0 and Pair.__match_args__ == ("first", "second")
+    with pytest.raises(TypeError, match="must extend Record directly"):
+
+        @record
+        class Triple(Pair):
+            third: float
+
+    with pytest.raises(TypeError, match=r"no class variables or defaults: \['unit', 'scale'\]"):
+
+        @record
+        class Measured(Record):
+            value: float
+            unit: ClassVar[str]
+            scale: float = 1.0
