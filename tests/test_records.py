@@ -62,6 +62,13 @@ def test_bits_tell_signed_zeros_and_nan_payloads_apart():
     assert float_bits(1.0) == 0x3FF0000000000000
 
 
+def fresh_interpreter(code: str) -> str:
+    """Run ``code`` in a new Python, where nothing has imported dataclasses yet; its stdout."""
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
 def test_the_dataclass_machinery_waits_for_first_use():
     # Start-up: declaring and using records must not import dataclasses; the first
     # dataclasses.fields() call then makes the class a dataclass like any other.
@@ -73,9 +80,7 @@ def test_the_dataclass_machinery_waits_for_first_use():
         "import dataclasses\n"
         "print([field.name for field in dataclasses.fields(check.difference)][:2])\n"
     )
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == "['point', 'requested_step']\n"
+    assert fresh_interpreter(code) == "['point', 'requested_step']\n"
 
 
 def test_every_result_class_becomes_the_dataclass_its_fields_say():
@@ -107,9 +112,7 @@ def test_match_and_replace_work_before_the_dataclass_machinery_runs():
         "relaxed = comparison.__replace__(tolerance=1.0)\n"
         "print(relaxed.tolerance, relaxed.analytic, 'dataclasses' in sys.modules)\n"
     )
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == "5.5 6.0\n1.0 5.5 False\n"
+    assert fresh_interpreter(code) == "5.5 6.0\n1.0 5.5 False\n"
     comparison = compare_gradients(5.5, 6.0, 1e-6)
     if hasattr(copy, "replace"):  # Python 3.13
         assert copy.replace(comparison, passed=True).passed is True
