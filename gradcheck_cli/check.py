@@ -1,52 +1,11 @@
 """Check several named parameter arrays of one model against their analytic gradients.
 
-:func:`check_gradients` is the chapter's sampled tensor check for a whole
-model: an objective ``objective(parameters) -> float``, a mapping of named
-parameter arrays, and a mapping of their analytic gradients. Each array is
-perturbed in place, one selected coordinate at a time, with probes rounded
-once into the array's own dtype (:mod:`gradcheck_cli.dtypes`), and the
-exact original bits are written back after every call, on every path. The
-arrays, the coordinates and the probing are the chapter's tensor check's own
-(:func:`~gradcheck_cli.tensors.parameter_and_gradient`,
-:func:`~gradcheck_cli.tensors.plan_coordinates`,
-:func:`~gradcheck_cli.tensors.probe_coordinate`).
-
-Everything is validated — the mappings, dtypes, shapes, the selected
-coordinates, every probe and every analytic value, that no two parameters
-share memory — before the objective is called once, so a bad request is a
-typed :class:`~gradcheck_cli.errors.GradCheckError` and never a partial
-report. With ``step="auto"`` the probes depend on the advised steps, so they
-alone are validated after the step advice; everything else comes first.
-
-Verdicts
---------
-Every selected coordinate gets the chapter's :class:`CentralDifference` and
-:class:`GradientComparison`, plus two verdicts no single comparison gives:
-
-* **Kink.** The chapter's :func:`compare_one_sided_slopes` runs at the kink
-  tolerance. By default it goes with each coordinate's step
-  (:func:`kink_tolerance_for_step`): the dtype's ε^(1/6) at the default
-  step (see :mod:`gradcheck_cli.dtypes`), max(ε^(1/6), √(h / max(1, |θ|)))
-  at a given or advised step h, so that a larger step's curvature is not
-  taken for a kink. When the slopes disagree the coordinate is a *suspected
-  kink*: a corner, a step too large for the local curvature, or rounding
-  damage. The record says whether the analytic value lies between the two
-  slopes (consistent with a subgradient) or outside them. A kink is never
-  evidence that the gradient is right: the coordinate does not pass,
-  whatever the comparison says, so ``passed`` (and the CLI's exit code)
-  report a failure. Choose other coordinates or another step to get
-  evidence there.
-* **Purity.** The center value f(θ) is evaluated once per coordinate with
-  every array restored, so all center values must be bit-identical. The
-  first one that differs (within a parameter, and across parameters) makes
-  the check fail, naming both coordinates and values: the objective is
-  nondeterministic or stateful, and no comparison built on it is evidence.
-
-A coordinate passes when its comparison passes and no kink is suspected; a
-parameter passes when all its coordinates pass and its center values agree;
-the report passes when every parameter passes and the center values agree
-across parameters. Passing is evidence for the selected coordinates, probes,
-steps and tolerances only — not a proof of the whole gradient.
+:func:`check_gradients` perturbs each array in place, one selected coordinate at a time (and
+once along a whole-parameter direction), with probes rounded into the array's own dtype, and
+writes the exact original bits back after every call, on every path. Everything is validated
+before the objective is called once. Each estimate carries an error bar, and each coordinate,
+parameter and report gets one of three verdicts: passed, failed, inconclusive. How a verdict
+is decided is docs/method.md ("Verdicts").
 """
 
 from __future__ import annotations
@@ -62,7 +21,8 @@ import numpy as np
 
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .chapter import CHECK_SAMPLES
-from .dtypes import ProbeDtype, probe_dtype
+from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
+from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     AtParameter,
     DuplicateCoordinate,
@@ -70,10 +30,13 @@ from .errors import (
     GradCheckError,
     InvalidCoordinate,
     InvalidParameterName,
+    NonFiniteAnalyticGradient,
+    NonFinitePoint,
     NotAMapping,
     NotCallable,
     UnexpectedGradient,
     UnknownParameter,
+    UnknownSampler,
     ZeroSamples,
 )
 from .estimator import (
@@ -82,12 +45,15 @@ from .estimator import (
     OneSidedSlopeComparison,
     compare_gradients,
     compare_one_sided_slopes,
+    difference_from_values,
+    evaluated_value,
     validate_step,
     validate_tolerance,
 )
-from .formatting import rust_debug, rust_list
+from .formatting import rust_list
 from .problem import GradientProblem, reject_shared_memory, selected_names
-from .records import Record, record, same_bits
+from .records import Record, float_bits, record
+from .selection import SAMPLERS, select_coordinates
 from .sampling import validate_samples
 from .tensors import (
     SampledCoordinate,
@@ -96,14 +62,29 @@ from .tensors import (
     finite_point,
     parameter_and_gradient,
     plan_coordinates,
-    probe_coordinate,
+    probing_objective,
     sample_tensor_coordinates,
+)
+from .judge import (
+    CONFIRMATION_FACTORS,
+    FAILED,
+    INCONCLUSIVE,
+    KINK,
+    PASSED,
+    Judgement,
+    StepEstimate,
+    judge_confirmed,
+    judge_primary,
+    stencil_gain,
+    step_estimate,
+    with_step_sensitivity,
 )
 
 __all__ = [
     "DEFAULT_SAMPLES",
     "ALL_COORDINATES",
     "AUTO_STEP",
+    "JITTER_LIMIT",
     "KinkVerdict",
     "CoordinateCheck",
     "PurityVerdict",
@@ -114,23 +95,25 @@ __all__ = [
     "kink_tolerance_for_step",
 ]
 
-#: Coordinates per parameter unless told otherwise (the deterministic sampler's R).
+#: Coordinates per parameter unless told otherwise.
 DEFAULT_SAMPLES = CHECK_SAMPLES
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"
 #: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
 AUTO_STEP = "auto"
+#: f(θ) varying by more than JITTER_LIMIT·ε·|f| between calls is not rounding jitter: no pass.
+JITTER_LIMIT = 256.0
 
 Samples = Union[int, str]
 
 
 @record
 class KinkVerdict(Record):
-    """The one-sided slopes at the kink tolerance; a suspected kink is never evidence.
+    """The one-sided slopes at the kink tolerance, at the coordinate's step.
 
     ``analytic_between_slopes`` is ``min(left, right) ≤ analytic ≤ max(left, right)``:
-    at a suspected kink, True means the candidate is consistent with a
-    subgradient, False that it lies outside both one-sided slopes.
+    at a suspected kink, True means the candidate is consistent with a subgradient, False
+    that it lies outside both one-sided slopes.
     """
 
     suspected: bool
@@ -140,11 +123,13 @@ class KinkVerdict(Record):
 
 @record
 class CoordinateCheck(Record):
-    """One coordinate of one parameter: the chapter's records and the verdicts.
+    """One coordinate of one parameter: the chapter's records at its step, and the verdict.
 
-    ``verdict`` is ``"passed"``, ``"failed"`` (the scaled error exceeds the
-    tolerance) or ``"suspected kink"`` (the one-sided slopes disagree; then
-    ``passed`` is False whatever the comparison says).
+    ``difference``, ``comparison`` (the chapter's scaled error) and ``kink`` are at the
+    coordinate's step h; ``difference.center_value`` is the shared f(θ). ``estimates`` has
+    the estimate at h first, then those at the confirmation steps when h did not pass;
+    ``decided_at`` indexes the one the verdict rests on. ``verdict`` is ``"passed"``,
+    ``"failed"``, ``"inconclusive"`` or ``"suspected kink"``; ``reason`` says why.
     """
 
     flat_index: int
@@ -152,60 +137,58 @@ class CoordinateCheck(Record):
     difference: CentralDifference
     comparison: GradientComparison
     kink: KinkVerdict
+    estimates: tuple
+    decided_at: int
     verdict: str
+    reason: str
     passed: bool
 
 
 @record
 class PurityVerdict(Record):
-    """Whether every center value f(θ) came out bit-identical.
+    """f(θ) at the restored point, evaluated several times during the check.
 
-    ``reference_*`` is the first center value compared; ``differing_*`` the
-    first one whose bits differ from it (None when pure).
+    ``pure``: every value bit-identical. Otherwise ``spread`` (max − min) is counted in every
+    error bar; ``stateful`` when it exceeds JITTER_LIMIT·ε·|f| (then nothing passes).
     """
 
     pure: bool
-    compared: int
-    reference_parameter: Optional[str]
-    reference_coordinate: Optional[tuple]
-    reference_value: Optional[float]
-    differing_parameter: Optional[str]
-    differing_coordinate: Optional[tuple]
-    differing_value: Optional[float]
+    stateful: bool
+    evaluations: int
+    distinct: int
+    reference_value: float
+    spread: float
     message: str
 
 
 @record
 class ParameterCheck(Record):
-    """Every selected coordinate of one named parameter.
+    """Every selected coordinate of one named parameter, its directional test and its verdict.
 
     Attributes
     ----------
     name, dtype : str
     shape : tuple of int
     selection : str
-        ``"sampled"`` (the chapter's deterministic sampler with
-        ``requested_samples``), ``"all"`` or ``"explicit"``.
+        ``"structured"`` or ``"chapter"`` (a sampler with ``requested_samples``), ``"all"``
+        or ``"explicit"``.
     requested_samples : int or None
-        R for ``"sampled"``; None otherwise.
     step : float or None
-        The requested step of every coordinate of this parameter (given, or
-        advised with ``step="auto"``), or None for the dtype's default
-        ε^(1/3)·max(1, |θ|) (each record holds its own
-        ``difference.requested_step``).
+        The requested step of every coordinate (given, or advised with ``step="auto"``), or
+        None for the dtype's default ε^(1/3)·max(1, |θ|).
     tolerance : float
-        As used (given, or the dtype's default).
+        The relative tolerance, as used (given, or the dtype's ε^(1/3)).
     kink_tolerance : float or None
-        The one-sided slopes' tolerance shared by every coordinate (given,
-        or the default that goes with the step, see
-        :func:`kink_tolerance_for_step`); None when the default differs
-        between coordinates (a given or advised step at coordinates of
-        different |θ| > 1). Each record holds its own in
-        ``kink.slopes.tolerance``.
+        Shared by every coordinate, or None when each coordinate's step sets its own.
+    gradient_scale : float
+        The largest |analytic| of the parameter or |numerical| estimate: "indistinguishable
+        from zero" is judged against it.
+    verdict : str
+        ``"failed"`` if a coordinate or the directional test failed, else ``"inconclusive"``
+        if one did not pass, else ``"passed"``.
     passed : bool
-        Every coordinate passed and the center values are bit-identical.
-    purity : PurityVerdict
-    checks : tuple of CoordinateCheck, in selection order
+    checks : tuple of CoordinateCheck, in row-major order
+    directional : DirectionalCheck
     """
 
     name: str
@@ -216,39 +199,46 @@ class ParameterCheck(Record):
     step: Optional[float]
     tolerance: float
     kink_tolerance: Optional[float]
+    gradient_scale: float
+    verdict: str
     passed: bool
-    purity: PurityVerdict
     checks: tuple
+    directional: DirectionalCheck
 
 
 @record
 class GradientCheckReport(Record):
-    """The whole check: every parameter, the cross-parameter purity verdict, ``passed``.
+    """The whole check: every parameter, the purity measurement and the verdict.
 
     Attributes
     ----------
+    verdict : str
+        ``"failed"`` if any parameter failed; ``"inconclusive"`` if any did not pass or the
+        objective is stateful; else ``"passed"``.
     passed : bool
-        Every parameter passed and their center values agree.
-    checked, failed : int
-        Coordinates checked, and those that did not pass.
+        ``verdict == "passed"``.
+    checked, failed, inconclusive : int
+        Coordinates checked; those that failed; those that neither passed nor failed.
     failing_parameters : tuple of str
         Names of the parameters that did not pass, in problem order.
     purity : PurityVerdict
-        The first center value of each parameter compared across parameters.
     parameters : tuple of ParameterCheck, in problem order
     step_advice : ProblemStepAdvice or None
-        With ``step="auto"``, the advice each parameter's step came from
-        (:func:`~gradcheck_cli.advice.advise_problem_steps`'s record); None
-        otherwise.
+        With ``step="auto"``, the advice each parameter's step came from.
+    evaluations : int
+        Objective calls made by the check (the step advice's included).
     """
 
+    verdict: str
     passed: bool
     checked: int
     failed: int
+    inconclusive: int
     failing_parameters: tuple
     purity: PurityVerdict
     parameters: tuple
     step_advice: Optional[ProblemStepAdvice]
+    evaluations: int
 
     def parameter(self, name: str) -> ParameterCheck:
         """The :class:`ParameterCheck` named ``name``."""
@@ -261,20 +251,14 @@ class GradientCheckReport(Record):
         """``(parameter name, CoordinateCheck)`` for every coordinate that did not pass."""
         return [(check.name, record) for check in self.parameters for record in check.checks if not record.passed]
 
-    def impurities(self) -> list:
-        """Every PurityVerdict that failed: per parameter, then across parameters."""
-        verdicts = [check.purity for check in self.parameters] + [self.purity]
-        return [verdict for verdict in verdicts if not verdict.pure]
-
 
 @dataclass(frozen=True)
 class _PlannedParameter:
     """One selected parameter, validated: its arrays, coordinates and tolerances.
 
-    ``step`` is the given step, None for the dtype's default, or AUTO_STEP
-    until the advice replaces it (and then ``coordinates`` have no probes
-    yet). ``kink_tolerance`` is the given one, or None for the default that
-    goes with each coordinate's step.
+    ``step`` is the given step, None for the dtype's default, or AUTO_STEP until the advice
+    replaces it (and then ``coordinates`` have no probes yet). ``kink_tolerance`` is the given
+    one, or None for the default that goes with each coordinate's step.
     """
 
     name: str
@@ -289,6 +273,34 @@ class _PlannedParameter:
     coordinates: tuple
 
 
+@dataclass
+class _Probed:
+    """A parameter after the first pass: each coordinate's difference at h, the direction's probe."""
+
+    planned: _PlannedParameter
+    differences: list
+    original: np.ndarray
+    displacement: np.ndarray
+    direction: object
+
+
+class _Objective:
+    """The user's objective, called as ``objective(parameters)`` and counted; f(θ) kept."""
+
+    def __init__(self, objective: Callable, parameters: Mapping):
+        self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
+
+    def __call__(self, _parameters=None):
+        self.calls += 1
+        return self.objective(self.parameters)
+
+    def center(self) -> float:
+        """f(θ) with every array restored, validated and recorded for the purity measurement."""
+        value = evaluated_value("center", self())
+        self.centers.append(value)
+        return value
+
+
 def check_gradients(
     objective: Callable[[Mapping], float],
     parameters: Mapping,
@@ -300,53 +312,41 @@ def check_gradients(
     kink_tolerance: Union[None, float, Mapping] = None,
     coordinates: Optional[Mapping] = None,
     names: Optional[Iterable[str]] = None,
+    sampler: str = "structured",
     progress: Optional[Callable[[int, int], None]] = None,
 ) -> GradientCheckReport:
-    """Check named parameter arrays against their analytic gradients, coordinate by coordinate.
+    """Check named parameter arrays against their analytic gradients.
 
     Parameters
     ----------
     objective : callable Mapping[str, np.ndarray] -> float
-        Called as ``objective(parameters)`` with the very mapping given here,
-        whose arrays hold the probe. Deterministic, side-effect-free, and
-        smooth across every probe interval.
+        Called as ``objective(parameters)`` with the very mapping given here, whose arrays
+        hold the probe. Deterministic, side-effect-free, and smooth across every probe.
     parameters : Mapping[str, np.ndarray]
-        Writable float64, float32 or bfloat16 arrays of any shape (views
-        too, e.g. ``torch_tensor.detach().numpy()``); perturbed in place and
-        bit-identical afterwards on every path, exceptions and
-        KeyboardInterrupt included.
+        Writable float64, float32 or bfloat16 arrays of any shape (views too); perturbed in
+        place and bit-identical afterwards on every path, exceptions and KeyboardInterrupt
+        included.
     gradients : Mapping[str, np.ndarray]
-        The analytic gradient of each checked parameter, same shape, any real
-        dtype (bfloat16 included; a real scalar for a 0-d parameter). A name
-        without a parameter is an error.
+        The analytic gradient of each checked parameter, same shape, any real dtype.
     samples : int or "all", default 16
-        Coordinates per parameter: R for the chapter's deterministic sampler
-        (min(R, N) coordinates), or ``"all"`` for every coordinate.
+        Coordinates per parameter (min(samples, N)), or ``"all"``.
     step : float, "auto" or Mapping[str, float], optional
-        The requested step h for every coordinate, or a mapping from
-        parameter name to the step for that parameter's coordinates (a
-        parameter the mapping leaves out gets the default). ``"auto"``: once
-        the request is validated, each parameter's step is advised at one
-        representative coordinate
-        (:func:`~gradcheck_cli.advice.advise_problem_steps`; about 70
-        objective calls per parameter) and the report keeps the advice in
-        ``step_advice``. Default: the dtype's ε^(1/3)·max(1, |θ|) per
-        coordinate.
+        The requested step h for every coordinate, or per parameter by name; ``"auto"``
+        advises each parameter's step first (about 70 calls per parameter). Default: the
+        dtype's ε^(1/3)·max(1, |θ|) per coordinate.
     tolerance : float, optional
-        Tolerance on the chapter's scaled error. Default: the dtype's ε^(1/3).
+        The relative tolerance. Default: the dtype's ε^(1/3).
     kink_tolerance : float or Mapping[str, float], optional
-        Tolerance on the one-sided slopes' scaled gap, for every parameter or
-        by name like ``step``. Default: the one that goes with each
-        coordinate's step, :func:`kink_tolerance_for_step` (the dtype's
-        ε^(1/6) at the default step).
+        Tolerance on the one-sided slopes' scaled gap. Default: :func:`kink_tolerance_for_step`.
     coordinates : Mapping[str, iterable of index tuples], optional
-        Explicit coordinates for some parameters (in the given order; an int
-        is accepted for a 1-D parameter); the others are sampled.
+        Explicit coordinates for some parameters; the others are selected by ``sampler``.
     names : iterable of str, optional
         Check only these parameters (the problem's order is kept).
+    sampler : "structured" or "chapter", default "structured"
+        The structured selection (spread over every axis, mirrored pairs, the largest
+        |analytic| entries) or the chapter's flat offsets ⌊k(N−1)/(S−1)⌋.
     progress : callable (done, total) -> None, optional
-        Called with (0, total) before the first objective call (and so
-        before any step advice) and after every checked coordinate.
+        Called with (0, total) before the first objective call and after every coordinate.
 
     Returns
     -------
@@ -355,84 +355,284 @@ def check_gradients(
     Raises
     ------
     GradCheckError
-        Before any objective call, for anything wrong with the request
-        (wrapped in AtParameter, and AtCoordinate where a coordinate is at
-        fault); with ``step="auto"``, a probe that the advised step makes
-        invalid is refused after the advice, before the first check. During
-        the check, a non-finite or non-scalar objective value is
-        AtParameter(AtCoordinate(...)). Exceptions raised by the objective
-        propagate unchanged, with every array restored.
+        Before any objective call, for anything wrong with the request (wrapped in
+        AtParameter, and AtCoordinate where a coordinate is at fault). During the check, a
+        non-finite or non-scalar objective value at a coordinate's step. Exceptions raised by
+        the objective propagate unchanged, with every array restored.
     """
-    plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names)
+    plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler)
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-
-    def evaluate_objective(_array):
-        return objective(parameters)
-
+    counted = _Objective(objective, parameters)
     total = sum(len(planned.coordinates) for planned in plan)
-    done = 0
     if progress is not None:
-        progress(done, total)
+        progress(0, total)
     step_advice = None
     if _is_auto(step):
-        step_advice = advise_parameter_steps(objective, parameters, [planned.name for planned in plan])
+        step_advice = advise_parameter_steps(counted, parameters, [planned.name for planned in plan])
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
+    probed = _first_pass(plan, counted, progress, total)
+    purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
+    checks = [_judge_parameter(item, counted, purity.spread) for item in probed]
+    return _report(checks, purity, step_advice, counted.calls)
 
-    parameter_checks = []
+
+def _first_pass(plan: list, counted: _Objective, progress, total: int) -> list:
+    """f(θ), each coordinate's two probes at h, each direction's two probes; f(θ) again at checkpoints."""
+    center = counted.center()
+    checkpoints = {max(1, math.ceil(total * part / 3)) for part in (1, 2)}
+    probed, done = [], 0
     for planned in plan:
-        records = []
+        differences = []
         for coordinate in planned.coordinates:
-            try:
-                records.append(_check_coordinate(planned, coordinate, evaluate_objective))
-            except GradCheckError as error:
-                raise AtParameter(parameter=planned.name, source=error) from error
+            differences.append(_primary_difference(planned, coordinate, counted, center))
             done += 1
+            if done in checkpoints:
+                counted.center()
             if progress is not None:
                 progress(done, total)
-        purity = _purity([(planned.name, record) for record in records])
-        kink_tolerances = {record.kink.slopes.tolerance for record in records}
-        parameter_checks.append(
-            ParameterCheck(
-                name=planned.name,
-                dtype=planned.dtype.name,
-                shape=tuple(planned.array.shape),
-                selection=planned.selection,
-                requested_samples=planned.requested_samples,
-                step=planned.step,
-                tolerance=planned.tolerance,
-                kink_tolerance=kink_tolerances.pop() if len(kink_tolerances) == 1 else None,
-                passed=purity.pure and all(record.passed for record in records),
-                purity=purity,
-                checks=tuple(records),
-            )
-        )
+        original = np.asarray(planned.array, dtype=np.float64).copy()
+        displacement = _direction_displacement(planned, original)
+        direction = _probe_direction(planned, original, displacement, 1.0, counted)
+        probed.append(_Probed(planned, differences, original, displacement, direction))
+    counted.center()
+    return probed
 
-    across = _purity([(check.name, check.checks[0]) for check in parameter_checks])
-    failing = tuple(check.name for check in parameter_checks if not check.passed)
+
+def _primary_difference(planned: _PlannedParameter, coordinate, counted: _Objective, center: float):
+    """The coordinate's central difference at h, with the shared f(θ); typed errors in AtParameter."""
+    index = coordinate.sample.coordinate
+    try:
+        try:
+            minus, plus = _two_probes(planned.array, index, coordinate.geometry, counted)
+            return difference_from_values(coordinate.point, coordinate.step, coordinate.geometry, minus, center, plus)
+        except GradCheckError as error:
+            raise at_coordinate(index, error) from error
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+
+
+def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) -> tuple:
+    evaluate = probing_objective(array, index, counted)
+    minus = evaluated_value("minus", evaluate(geometry.minus_point))
+    plus = evaluated_value("plus", evaluate(geometry.plus_point))
+    return minus, plus
+
+
+def _probe_direction(planned: _PlannedParameter, original, displacement, multiplier: float, counted: _Objective):
+    try:
+        return probe_direction(planned.array, original, planned.gradient, displacement, multiplier, counted)
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+
+
+def _direction_displacement(planned: _PlannedParameter, original: np.ndarray) -> np.ndarray:
+    """h_i·s_i/√N: each coordinate's step along the ±1 direction, scaled so that ‖Δ‖ is about one step."""
+    if planned.step is None:
+        steps = planned.dtype.step_factor * np.maximum(1.0, np.abs(original))
+    else:
+        steps = np.full(original.shape, float(planned.step))
+    return steps * direction_signs(original.size).reshape(original.shape) / math.sqrt(original.size)
+
+
+def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> float:
+    if planned.kink_tolerance is not None:
+        return planned.kink_tolerance
+    if planned.step is None:
+        return planned.dtype.kink_tolerance  # exactly ε^(1/6) at the default step
+    return kink_tolerance_for_step(step, point, planned.dtype)
+
+
+def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> tuple:
+    """The StepEstimate of one difference, and its chapter-style slope comparison."""
+    kink_tolerance = _kink_tolerance(planned, difference.requested_step, difference.point)
+    slopes = compare_one_sided_slopes(difference, kink_tolerance)
+    estimate = step_estimate(
+        difference.requested_step,
+        analytic,
+        difference.derivative,
+        largest_value=max(abs(difference.minus_value), abs(difference.center_value), abs(difference.plus_value)),
+        epsilon=planned.dtype.epsilon,
+        jitter=jitter,
+        gain=stencil_gain(
+            difference.minus_spacing, difference.plus_spacing, difference.left_weight, difference.right_weight
+        ),
+        slopes_consistent=slopes.consistent,
+    )
+    return estimate, slopes
+
+
+def _confirmation_differences(planned, coordinate, difference: CentralDifference, counted: _Objective) -> list:
+    """The coordinate's differences at h·factor for each confirmation factor whose probes are usable."""
+    differences = []
+    for factor in CONFIRMATION_FACTORS:
+        step = difference.requested_step * factor
+        try:
+            geometry = dtype_perturbations(coordinate.point, step, planned.dtype)
+            minus, plus = _two_probes(planned.array, coordinate.sample.coordinate, geometry, counted)
+            center = difference.center_value
+            differences.append(difference_from_values(coordinate.point, step, geometry, minus, center, plus))
+        except GradCheckError:
+            continue  # a probe that collapses, overflows or meets a non-finite value: not this step
+    return differences
+
+
+def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, scale: float) -> CoordinateCheck:
+    analytic = coordinate.analytic
+    try:
+        comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
+        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter)
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=at_coordinate(coordinate.sample.coordinate, error)) from error
+    estimates = (primary,)
+    judgement = judge_primary(primary, planned.tolerance, scale)
+    if judgement is None:
+        more = _confirmation_differences(planned, coordinate, difference, counted)
+        estimates = with_step_sensitivity(
+            [primary, *(_coordinate_estimate(planned, other, analytic, jitter)[0] for other in more)]
+        )
+        judgement = judge_confirmed(estimates, planned.tolerance, scale)
+    between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
+    return CoordinateCheck(
+        flat_index=coordinate.sample.flat_index,
+        coordinate=coordinate.sample.coordinate,
+        difference=difference,
+        comparison=comparison,
+        kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),
+        **_verdict_fields(estimates, judgement),
+    )
+
+
+def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
+    """The fields every judged record shares: the estimates, which one decided, the verdict and why."""
+    return {
+        "estimates": estimates,
+        "decided_at": judgement.decided_at,
+        "verdict": judgement.verdict,
+        "reason": judgement.reason,
+        "passed": judgement.verdict == PASSED,
+    }
+
+
+def _judge_direction(item: _Probed, counted: _Objective, jitter: float) -> DirectionalCheck:
+    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed."""
+    planned = item.planned
+    center = counted.centers[0]
+    kink_tolerance = _kink_tolerance(planned, 0.0 if planned.step is None else planned.step, 0.0)
+
+    def estimate(probe):
+        return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance)
+
+    probes = [item.direction] if item.direction is not None else []
+    judgement = judge_primary(estimate(probes[0]), planned.tolerance, probes[0].scale, "multiplier") if probes else None
+    if judgement is None:
+        for factor in CONFIRMATION_FACTORS:
+            probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
+            if probe is not None:
+                probes.append(probe)
+    estimates = tuple(estimate(probe) for probe in probes)
+    if judgement is None and not estimates:
+        judgement = Judgement(
+            verdict=INCONCLUSIVE, decided_at=0, reason="the direction's probes round back to θ or overflow"
+        )
+    elif judgement is None:
+        estimates = with_step_sensitivity(estimates)
+        scale = max(probe.scale for probe in probes)
+        judgement = judge_confirmed(estimates, planned.tolerance, scale, "multiplier")
+    first = probes[0] if probes else None
+    return DirectionalCheck(
+        elements=int(planned.array.size),
+        moved=first.moved if first else 0,
+        minus_value=first.minus_value if first else math.nan,
+        plus_value=first.plus_value if first else math.nan,
+        **_verdict_fields(estimates, judgement),
+    )
+
+
+def _judge_parameter(item: _Probed, counted: _Objective, jitter: float) -> ParameterCheck:
+    planned = item.planned
+    numerical = max((abs(difference.derivative) for difference in item.differences), default=0.0)
+    scale = max(float(np.max(np.abs(planned.gradient), initial=0.0)), numerical)
+    checks = tuple(
+        _judge_coordinate(planned, coordinate, difference, counted, jitter, scale)
+        for coordinate, difference in zip(planned.coordinates, item.differences)
+    )
+    directional = _judge_direction(item, counted, jitter)
+    verdicts = {check.verdict for check in checks} | {directional.verdict}
+    verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
+    kink_tolerances = {check.kink.slopes.tolerance for check in checks}
+    return ParameterCheck(
+        name=planned.name,
+        dtype=planned.dtype.name,
+        shape=tuple(planned.array.shape),
+        selection=planned.selection,
+        requested_samples=planned.requested_samples,
+        step=planned.step,
+        tolerance=planned.tolerance,
+        kink_tolerance=kink_tolerances.pop() if len(kink_tolerances) == 1 else None,
+        gradient_scale=scale,
+        verdict=verdict,
+        passed=verdict == PASSED,
+        checks=checks,
+        directional=directional,
+    )
+
+
+def _report(checks: list, purity: PurityVerdict, step_advice, evaluations: int) -> GradientCheckReport:
+    verdicts = {check.verdict for check in checks}
+    if FAILED in verdicts:
+        verdict = FAILED
+    elif verdicts == {PASSED} and not purity.stateful:
+        verdict = PASSED
+    else:
+        verdict = INCONCLUSIVE
+    coordinates = [record for check in checks for record in check.checks]
     return GradientCheckReport(
-        passed=across.pure and not failing,
-        checked=total,
-        failed=sum(1 for check in parameter_checks for record in check.checks if not record.passed),
-        failing_parameters=failing,
-        purity=across,
-        parameters=tuple(parameter_checks),
+        verdict=verdict,
+        passed=verdict == PASSED,
+        checked=len(coordinates),
+        failed=sum(1 for record in coordinates if record.verdict == FAILED),
+        inconclusive=sum(1 for record in coordinates if record.verdict in (INCONCLUSIVE, KINK)),
+        failing_parameters=tuple(check.name for check in checks if not check.passed),
+        purity=purity,
+        parameters=tuple(checks),
         step_advice=step_advice,
+        evaluations=evaluations,
+    )
+
+
+def _purity(centers: list, epsilon: float) -> PurityVerdict:
+    """The spread of f(θ) over its evaluations at the restored point, and what it means."""
+    reference = centers[0]
+    distinct = len({float_bits(value) for value in centers})
+    spread = max(centers) - min(centers)
+    stateful = spread > JITTER_LIMIT * epsilon * max(abs(value) for value in centers)
+    if distinct == 1:
+        message = f"all {len(centers)} evaluations of f(θ) are bit-identical"
+    elif stateful:
+        message = (
+            f"the objective is nondeterministic or stateful: f(θ) took {distinct} different values in "
+            f"{len(centers)} evaluations with every parameter restored (spread {spread:.2e}), far beyond "
+            "rounding jitter; no comparison built on it is evidence"
+        )
+    else:
+        message = (
+            f"f(θ) took {distinct} different values in {len(centers)} evaluations (spread {spread:.2e}): "
+            "rounding jitter, counted in every error bar"
+        )
+    return PurityVerdict(
+        pure=distinct == 1,
+        stateful=stateful,
+        evaluations=len(centers),
+        distinct=distinct,
+        reference_value=reference,
+        spread=spread,
+        message=message,
     )
 
 
 def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
     """The kink tolerance that goes with requested step h at θ: max(ε^(1/6), √(h / max(1, |θ|))).
-
-    At a smooth point the one-sided slopes differ by about |f″|·h; across a
-    kink they differ by the jump in slope, of order 1. The dtype's default
-    ε^(1/6) is the geometric midpoint of the two at the default step
-    ε^(1/3)·max(1, |θ|); at another step the midpoint is √(h / max(1, |θ|)).
-    Never tighter than the default, so only a step larger than the default
-    loosens it. :func:`check_gradients` uses it for every coordinate whose
-    kink tolerance is not given: a given step far above the default, or an
-    advised one (a parameter whose loss is quadratic is advised the largest
-    step tried), would otherwise have its curvature taken for a kink.
 
     Parameters
     ----------
@@ -449,10 +649,7 @@ def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
-    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options).
-
-    ``check_problem(problem, step="auto")`` is ``gradcheck check --step auto``.
-    """
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options)."""
     return check_gradients(problem.objective, problem.parameters, problem.gradients, **options)
 
 
@@ -460,84 +657,11 @@ def _is_auto(step) -> bool:
     return isinstance(step, str) and step == AUTO_STEP
 
 
-def _check_coordinate(planned: _PlannedParameter, coordinate, evaluate_objective) -> CoordinateCheck:
-    """Probe one planned coordinate and give its verdicts; errors come wrapped in AtCoordinate."""
-    difference = probe_coordinate(planned.array, coordinate, evaluate_objective)
-    if planned.kink_tolerance is not None:
-        kink_tolerance = planned.kink_tolerance
-    elif planned.step is None:
-        kink_tolerance = planned.dtype.kink_tolerance  # exactly ε^(1/6) at the default step
-    else:
-        kink_tolerance = kink_tolerance_for_step(coordinate.step, coordinate.point, planned.dtype)
-    try:
-        comparison = compare_gradients(coordinate.analytic, difference.derivative, planned.tolerance)
-        slopes = compare_one_sided_slopes(difference, kink_tolerance)
-    except GradCheckError as error:
-        raise at_coordinate(coordinate.sample.coordinate, error) from error
-    return _coordinate_check(coordinate.sample, difference, comparison, slopes)
-
-
-def _coordinate_check(sample, difference, comparison, slopes) -> CoordinateCheck:
-    analytic = comparison.analytic
-    between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
-    kink = KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes)
-    if kink.suspected:
-        verdict = "suspected kink"
-    else:
-        verdict = "passed" if comparison.passed else "failed"
-    return CoordinateCheck(
-        flat_index=sample.flat_index,
-        coordinate=sample.coordinate,
-        difference=difference,
-        comparison=comparison,
-        kink=kink,
-        verdict=verdict,
-        passed=verdict == "passed",
-    )
-
-
-def _where(parameter: str, coordinate: tuple) -> str:
-    return f"{parameter}{rust_list(coordinate)}"
-
-
-def _purity(entries: list) -> PurityVerdict:
-    """Compare the center values of ``(parameter, CoordinateCheck)`` entries bit for bit."""
-    reference_parameter, reference = entries[0]
-    reference_value = reference.difference.center_value
-    differing_parameter = differing_coordinate = differing_value = None
-    for parameter, entry in entries[1:]:
-        if not same_bits(entry.difference.center_value, reference_value):
-            differing_parameter, differing_coordinate = parameter, entry.coordinate
-            differing_value = entry.difference.center_value
-            break
-    if differing_parameter is not None:
-        message = (
-            "the objective is nondeterministic or stateful: with every parameter restored, "
-            f"f at {_where(reference_parameter, reference.coordinate)} was {rust_debug(reference_value)} "
-            f"but f at {_where(differing_parameter, differing_coordinate)} was {rust_debug(differing_value)}"
-        )
-    elif len(entries) == 1:
-        message = "one center value: nothing to compare"
-    else:
-        message = f"all {len(entries)} center values are bit-identical"
-    return PurityVerdict(
-        pure=differing_parameter is None,
-        compared=len(entries),
-        reference_parameter=reference_parameter,
-        reference_coordinate=reference.coordinate,
-        reference_value=reference_value,
-        differing_parameter=differing_parameter,
-        differing_coordinate=differing_coordinate,
-        differing_value=differing_value,
-        message=message,
-    )
-
-
 # Validation: everything below runs before the first objective call, except _probed_at, which
 # validates the probes at the advised steps after the advice and before the first checked coordinate.
 
 
-def _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names) -> list:
+def _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler) -> list:
     if not callable(objective):
         raise NotCallable(role="objective", type_name=type(objective).__name__)
     _validate_mapping("parameters", "arrays", parameters)
@@ -550,6 +674,8 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
         tolerance = validate_tolerance(tolerance)
     kink_tolerances = _per_parameter("kink_tolerance", kink_tolerance, validate_tolerance, parameters)
     samples = _validated_samples(samples)
+    if not (isinstance(sampler, str) and sampler in SAMPLERS):
+        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
     selected = selected_names(parameters, gradients, names)
     if coordinates is None:
         coordinates = {}
@@ -571,6 +697,7 @@ def _plan(objective, parameters, gradients, samples, step, tolerance, kink_toler
                     steps.get(name) if isinstance(steps, dict) else steps,
                     tolerance,
                     kink_tolerances.get(name) if isinstance(kink_tolerances, dict) else kink_tolerances,
+                    sampler,
                 )
             )
         except GradCheckError as error:
@@ -611,8 +738,9 @@ def _validated_samples(samples) -> Samples:
     return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
 
 
-def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance) -> _PlannedParameter:
+def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler) -> _PlannedParameter:
     dtype, gradient = parameter_and_gradient(array, gradient)
+    _all_finite(array, gradient)
     if listed is not None:
         selection, requested = "explicit", None
         samples_selected = _explicit_coordinates(listed, array.shape)
@@ -623,8 +751,10 @@ def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kin
             raise EmptyTensor()
         samples_selected = sample_tensor_coordinates(array.shape, count)
     else:
-        selection, requested = "sampled", samples
-        samples_selected = sample_tensor_coordinates(array.shape, samples)
+        selection, requested = sampler, samples
+        if element_count(array.shape) == 0:
+            raise EmptyTensor()
+        samples_selected = select_coordinates(array.shape, samples, gradient, sampler)
 
     if _is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.
@@ -649,6 +779,17 @@ def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kin
         kink_tolerance=kink_tolerance,
         coordinates=planned,
     )
+
+
+def _all_finite(array: np.ndarray, gradient: np.ndarray) -> None:
+    """Every θ and analytic value finite: the directional test moves and weighs every coordinate."""
+    for values, error in ((array, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
+        values = np.asarray(values, dtype=np.float64)
+        finite = np.isfinite(values)
+        if not finite.all():
+            index = tuple(int(i) for i in np.argwhere(~finite)[0])
+            value = float(values[index])
+            raise at_coordinate(index, error(point=value) if error is NonFinitePoint else error(value=value))
 
 
 def _probed_at(planned: _PlannedParameter, step: float) -> _PlannedParameter:

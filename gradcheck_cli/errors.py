@@ -51,6 +51,7 @@ __all__ = [
     "InvalidParameterName",
     "UnexpectedGradient",
     "InvalidSamples",
+    "UnknownSampler",
     "InvalidCoordinate",
     "DuplicateCoordinate",
     "SharedParameterMemory",
@@ -466,6 +467,15 @@ class InvalidSamples(GradCheckError):
 
     def describe(self):
         return f"{self.role} must be {self.expected}, got {self.samples}"
+
+
+class UnknownSampler(GradCheckError):
+    """The coordinate sampler is not one gradcheck has."""
+
+    fields = ("sampler", "available")
+
+    def describe(self):
+        return f"sampler {self.sampler} is not one of {', '.join(self.available)}"
 
 
 class InvalidCoordinate(GradCheckError):

@@ -209,7 +209,8 @@ def probe_geometry(point: float, step: float, minus_point: float, plus_point: fl
     )
 
 
-def _evaluated(side: str, value) -> float:
+def evaluated_value(side: str, value) -> float:
+    """One objective value as a finite float, else NonScalarEvaluation or NonFiniteEvaluation naming ``side``."""
     if type(value) is not float:
         value = real_scalar(side, value)
     if not math.isfinite(value):
@@ -307,9 +308,9 @@ def central_difference(
     if geometry is None:
         geometry = perturbations(point, step)
     point, step = float(point), float(step)
-    minus_value = _evaluated("minus", evaluate(geometry.minus_point))
-    center_value = _evaluated("center", evaluate(point))
-    plus_value = _evaluated("plus", evaluate(geometry.plus_point))
+    minus_value = evaluated_value("minus", evaluate(geometry.minus_point))
+    center_value = evaluated_value("center", evaluate(point))
+    plus_value = evaluated_value("plus", evaluate(geometry.plus_point))
     return difference_from_values(point, step, geometry, minus_value, center_value, plus_value)
 
 

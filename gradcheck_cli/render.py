@@ -261,7 +261,7 @@ DEFAULT_STEP = "ε^(1/3)·max(1, |θ|)"
 
 def coordinate_verdict(record, short: bool = False) -> str:
     """A coordinate's verdict; at a suspected kink, where the analytic value lies against the slopes."""
-    if not record.kink.suspected:
+    if record.verdict != "suspected kink":
         return record.verdict
     between = record.kink.analytic_between_slopes
     where = "between" if between else "outside"
@@ -275,13 +275,19 @@ def coordinate_verdict(record, short: bool = False) -> str:
 def check_summary(report) -> str:
     """A GradientCheckReport's outcome in one clause (the table's last line, the pytest helper's first)."""
     if report.passed:
-        return f"all {report.checked} coordinates passed"
+        return f"all {report.checked} coordinates and every directional test passed"
     reasons = []
     if report.failed:
-        reasons.append(f"{report.failed} of {report.checked} coordinates did not pass")
-    if report.impurities():
-        reasons.append("the objective is not pure (its center values differ)")
-    return f"{' and '.join(reasons)} in {', '.join(report.failing_parameters) or 'the check across parameters'}"
+        reasons.append(f"{report.failed} of {report.checked} coordinates failed")
+    if report.inconclusive:
+        reasons.append(f"{report.inconclusive} of {report.checked} were inconclusive")
+    if any(not check.directional.passed for check in report.parameters):
+        reasons.append("a directional test did not pass")
+    if report.purity.stateful:
+        reasons.append("the objective is nondeterministic or stateful")
+    listed = ", ".join(reasons[:-1]) + (" and " if len(reasons) > 1 else "") + reasons[-1]
+    where = f" in {', '.join(report.failing_parameters)}" if report.failing_parameters else ""
+    return listed + where
 
 
 def kink_tolerance_text(parameter, number=None) -> str:
@@ -291,8 +297,11 @@ def kink_tolerance_text(parameter, number=None) -> str:
     return (number or _error)(parameter.kink_tolerance)
 
 
-def _purity_line(label: str, purity) -> str:
-    return f"{label}: pure={_bool(purity.pure)} compared={purity.compared}; {purity.message}"
+def _purity_line(purity) -> str:
+    return (
+        f"purity: pure={_bool(purity.pure)} stateful={_bool(purity.stateful)} evaluations={purity.evaluations} "
+        f"distinct={purity.distinct} spread={_error(purity.spread)}; {purity.message}"
+    )
 
 
 def _parameter_line(parameter) -> str:
@@ -306,6 +315,28 @@ def _parameter_line(parameter) -> str:
     )
 
 
+def estimate_fields(estimate) -> str:
+    """A StepEstimate's numbers: what was compared at that step, and the error bar."""
+    bar = estimate.error_bar
+    return (
+        f"analytic={_value(estimate.analytic)} numerical={_value(estimate.numerical)} "
+        f"relative_error={_error(estimate.relative_error)} error_bar={_error(bar.total)} "
+        f"(rounding={_error(bar.rounding)} jitter={_error(bar.jitter)} step_sensitivity={_error(bar.step_sensitivity)})"
+    )
+
+
+def _verdict_lines(label: str, record, step_name: str) -> list:
+    lines = [f"{label} {step_name}={_spacing(e.step)}: {estimate_fields(e)}" for e in record.estimates[1:]]
+    return [*lines, f"{label} verdict: {coordinate_verdict(record)}; {record.reason}"]
+
+
+def _directional_lines(parameter) -> list:
+    direction, label = parameter.directional, f"{parameter.name} directional"
+    lines = [f"{label}: elements={direction.elements} moved={direction.moved}"]
+    lines += [f"{label} multiplier={_spacing(e.step)}: {estimate_fields(e)}" for e in direction.estimates]
+    return [*lines, f"{label} verdict: {direction.verdict}; {direction.reason}"]
+
+
 def _check_lines(report) -> list:
     lines = [] if report.step_advice is None else _problem_step_advice_lines(report.step_advice)
     for parameter in report.parameters:
@@ -315,16 +346,18 @@ def _check_lines(report) -> list:
             lines += check_lines(label, record)
             if record.kink.suspected:
                 lines.append(slopes_line(f"{label} one-sided slopes", record.kink.slopes))
-            lines.append(f"{label} verdict: {coordinate_verdict(record)}")
-        failed = sum(1 for record in parameter.checks if not record.passed)
-        lines.append(_purity_line(f"{parameter.name} purity", parameter.purity))
+            lines += _verdict_lines(label, record, "step")
+        lines += _directional_lines(parameter)
+        failed = sum(1 for record in parameter.checks if record.verdict == "failed")
         lines.append(
-            f"{parameter.name} check: checked={len(parameter.checks)} failed={failed} pass={_bool(parameter.passed)}"
+            f"{parameter.name} check: checked={len(parameter.checks)} failed={failed} "
+            f"verdict={parameter.verdict} pass={_bool(parameter.passed)}"
         )
-    lines.append(_purity_line("purity across parameters", report.purity))
+    lines.append(_purity_line(report.purity))
     lines.append(
-        f"check: checked={report.checked} failed={report.failed} "
-        f"failing_parameters={_names(report.failing_parameters)} pass={_bool(report.passed)}"
+        f"check: checked={report.checked} failed={report.failed} inconclusive={report.inconclusive} "
+        f"failing_parameters={_names(report.failing_parameters)} evaluations={report.evaluations} "
+        f"verdict={report.verdict} pass={_bool(report.passed)}"
     )
     return lines
 

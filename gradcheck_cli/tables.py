@@ -250,13 +250,13 @@ def nll(example):
 
 
 def _coordinate_verdict_cell(record):
-    style = "yellow" if record.kink.suspected else (None if record.passed else "red")
+    style = None if record.passed else ("red" if record.verdict == "failed" else "yellow")
     return _text(coordinate_verdict(record, short=True), style)
 
 
 def _parameter_table(parameter):
-    if parameter.selection == "sampled":
-        selection = f"{len(parameter.checks)} sampled coordinates (R = {parameter.requested_samples})"
+    if parameter.requested_samples is not None:
+        selection = f"{len(parameter.checks)} {parameter.selection} coordinates (R = {parameter.requested_samples})"
     else:
         selection = f"{len(parameter.checks)} coordinates ({parameter.selection})"
     step = DEFAULT_STEP if parameter.step is None else rust_debug(parameter.step)
@@ -266,30 +266,29 @@ def _parameter_table(parameter):
         "coordinate",
         "analytic",
         "numerical",
-        "scaled error",
+        "relative error",
+        "error bar",
         "actual h₋ / h₊",
-        "pass",
         "verdict",
-        caption=f"Center values: {parameter.purity.message}.",
+        caption=f"Directional test: {parameter.directional.verdict}; {parameter.directional.reason}.",
     )
     for record in parameter.checks:
-        d, c = record.difference, record.comparison
+        d, decided = record.difference, record.estimates[record.decided_at]
         table.add_row(
             rust_list(record.coordinate),
-            _short(c.analytic),
-            _short(c.numerical),
-            compact_scientific(c.scaled_error),
+            _short(decided.analytic),
+            _short(decided.numerical),
+            compact_scientific(decided.relative_error),
+            compact_scientific(decided.error_bar.total),
             _spacings(d.minus_spacing, d.plus_spacing),
-            _verdict(record.passed),
             _coordinate_verdict_cell(record),
         )
     return table
 
 
 def check(report):
-    summary = _text(("✓ " if report.passed else "✗ ") + check_summary(report), "bold " + ("green" if report.passed else "red"))
-    notes = [_text(f"Across parameters: {report.purity.message}.")]
-    notes += [_text(purity.message, "bold red") for purity in report.impurities()]
+    summary = _text(("✓ " if report.passed else f"✗ {report.verdict}: ") + check_summary(report), "bold " + ("green" if report.passed else "red"))
+    notes = [_text(f"Purity: {report.purity.message}.", "bold red" if report.purity.stateful else None)]
     advice = [] if report.step_advice is None else [_problem_step_advice_table(report.step_advice)]
     return _group(*advice, *(_parameter_table(parameter) for parameter in report.parameters), *notes, summary)
 

@@ -9,8 +9,9 @@
 The arguments are exactly :func:`~gradcheck_cli.check.check_gradients`'s.
 A failing check raises ``AssertionError`` whose message lists the
 coordinates that did not pass (parameter, coordinate, verdict, analytic,
-numerical, scaled error, actual spacings h₋ and h₊), the tolerances in
-force, and any purity failure. A bad request (a dtype, a shape, a
+numerical, relative error and error bar at the step the verdict rests on),
+the tolerances in force, the directional tests that did not pass, and any
+impurity. A bad request (a dtype, a shape, a
 non-finite value) is not an assertion failure: its typed
 :class:`~gradcheck_cli.errors.GradCheckError` propagates as is.
 Plain text only: this module never imports rich.
@@ -29,8 +30,8 @@ __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
 #: Rows shown before the table is cut short with "... and N more".
 MAX_ROWS = 20
 
-_HEADER = ("parameter", "coordinate", "verdict", "analytic", "numerical", "scaled error", "h-", "h+")
-_NUMERIC = {"analytic", "numerical", "scaled error", "h-", "h+"}
+_HEADER = ("parameter", "coordinate", "verdict", "analytic", "numerical", "relative error", "error bar", "step")
+_NUMERIC = {"analytic", "numerical", "relative error", "error bar", "step"}
 
 
 def assert_gradients_match(
@@ -44,6 +45,7 @@ def assert_gradients_match(
     kink_tolerance: Optional[float] = None,
     coordinates: Optional[Mapping] = None,
     names: Optional[Iterable[str]] = None,
+    sampler: str = "structured",
 ) -> GradientCheckReport:
     """Run :func:`~gradcheck_cli.check.check_gradients`; raise AssertionError unless it passed.
 
@@ -60,6 +62,7 @@ def assert_gradients_match(
         kink_tolerance=kink_tolerance,
         coordinates=coordinates,
         names=names,
+        sampler=sampler,
     )
     if not report.passed:
         raise AssertionError(failure_table(report))
@@ -69,7 +72,7 @@ def assert_gradients_match(
 def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
     """The failing coordinates of ``report`` as a plain-text table, with tolerances and purity."""
     failures = report.failures()
-    lines = [f"gradient check failed: {check_summary(report)}"]
+    lines = [f"gradient check {report.verdict}: {check_summary(report)}"]
     if failures:
         rows = [_row(name, record) for name, record in failures[:max_rows]]
         lines.append("")
@@ -84,28 +87,30 @@ def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
                 f"{check.name}: {check.dtype}, step {step}, tolerance {check.tolerance:.3e}, "
                 f"kink tolerance {kink_tolerance_text(check, lambda number: f'{number:.3e}')}"
             )
-    if any(record.kink.suspected for _, record in failures):
+    for check in report.parameters:
+        if not check.directional.passed:
+            lines.append(f"{check.name} directional test: {check.directional.verdict}; {check.directional.reason}")
+    if any(record.verdict == "suspected kink" for _, record in failures):
         lines.append(
             "suspected kink: the one-sided slopes disagree (a corner, a step too large for the "
             "curvature, or rounding); it never counts as evidence that the gradient is right"
         )
-    for verdict in report.impurities():
-        lines.append(verdict.message)
+    if not report.purity.pure:
+        lines.append(report.purity.message)
     return "\n".join(lines)
 
 
 def _row(name, record) -> tuple:
-    verdict = coordinate_verdict(record, short=True)
-    difference = record.difference
+    estimate = record.estimates[record.decided_at]
     return (
         name,
         rust_list(record.coordinate),
-        verdict,
-        f"{record.comparison.analytic:.10g}",
-        f"{record.comparison.numerical:.10g}",
-        f"{record.comparison.scaled_error:.3e}",
-        f"{difference.minus_spacing:.3e}",
-        f"{difference.plus_spacing:.3e}",
+        coordinate_verdict(record, short=True),
+        f"{estimate.analytic:.10g}",
+        f"{estimate.numerical:.10g}",
+        f"{estimate.relative_error:.3e}",
+        f"{estimate.error_bar.total:.3e}",
+        f"{estimate.step:.3e}",
     )
 
 

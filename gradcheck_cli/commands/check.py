@@ -13,12 +13,14 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
     help=(
         "Check your own gradients: every parameter of PROBLEM, coordinate by coordinate.\n\n" + PROBLEM_HELP + "\n\n"
         "Each selected coordinate is perturbed in place, at the probes rounded into the "
-        "parameter's dtype, and restored bit-exactly. A coordinate passes when its scaled "
-        "error is within the tolerance and its one-sided slopes agree (otherwise it is a "
-        "suspected kink, never evidence); every center value must be bit-identical "
-        "(otherwise the objective is nondeterministic or stateful).\n\n"
-        "Exit status: 0 when every coordinate passes, 1 when any does not, 2 for bad input "
-        "(including an exception raised by the objective)."
+        "parameter's dtype, and restored bit-exactly; so is each whole parameter once, along a "
+        "fixed ±1 direction. Every numerical estimate carries an error bar (rounding of f, "
+        "jitter of f, movement between steps). A coordinate passes when analytic and numerical "
+        "agree within the relative tolerance (or are both zero within the bar); it fails only "
+        "when they disagree beyond the tolerance and the bar at two steps; otherwise it is "
+        "inconclusive (or a suspected kink), and the reason says what would decide it.\n\n"
+        "Exit status: 0 when everything passed, 1 when anything failed or was inconclusive, "
+        "2 for bad input (including an exception raised by the objective)."
     ),
 )
 @problem_argument
@@ -27,7 +29,15 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
     type=SampleCount(),
     default=chapter.CHECK_SAMPLES,
     metavar="N|all",
-    help="Coordinates per parameter (the chapter's deterministic sampler), or all of them.",
+    help="Coordinates per parameter, or all of them.",
+)
+@click.option(
+    "--sampler",
+    type=click.Choice(["structured", "chapter"]),
+    default="structured",
+    show_default=True,
+    help="structured: spread over every axis, mirrored pairs of square matrices and the largest "
+    "|analytic| entries; chapter: the chapter's flat offsets ⌊k(N−1)/(S−1)⌋.",
 )
 @click.option(
     "--step",
@@ -44,7 +54,7 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
 )
 @PARAM_OPTION
 @output_options
-def check(output_format, problem, samples, step, tolerance, names):
+def check(output_format, problem, samples, sampler, step, tolerance, names):
     def compute():
         if step != "auto" and step is not None:
             validate_step(step)
@@ -56,7 +66,13 @@ def check(output_format, problem, samples, step, tolerance, names):
         with user_problem(problem) as loaded:
             with tables.ProgressBar("checking coordinates") as progress:
                 report = check_problem(
-                    loaded, samples=samples, step=step, tolerance=tolerance, names=selected, progress=progress
+                    loaded,
+                    samples=samples,
+                    sampler=sampler,
+                    step=step,
+                    tolerance=tolerance,
+                    names=selected,
+                    progress=progress,
                 )
         return Report((render.check(report),), (report.passed,))
 

@@ -1,0 +1,260 @@
+"""The three verdicts of check_gradients: classic bugs fail, rounding noise and jitter do not.
+
+Each problem below is small and exact: its correct gradient is written by hand, and each bug is
+one line changed. The numbers that decide (tolerances, error bars) are docs/method.md's.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from gradcheck_cli import check_gradients
+from gradcheck_cli.selection import structured_coordinates
+from gradcheck_cli.testing import assert_gradients_match
+from gradcheck_cli.judge import (
+    FAILED,
+    INCONCLUSIVE,
+    PASSED,
+    judge_confirmed,
+    judge_primary,
+    step_estimate,
+    with_step_sensitivity,
+)
+
+RNG = np.random.default_rng(20261201)
+
+
+def _bilinear(n: int):
+    """f(W) = Σ C ∘ (W X): gradient C Xᵀ, a square n×n matrix that is not symmetric."""
+    x = RNG.normal(size=(n, 3))
+    c = RNG.normal(size=(n, 3))
+    weight = RNG.normal(size=(n, n))
+
+    def objective(parameters):
+        return float(np.sum(c * (parameters["W"] @ x)))
+
+    return objective, {"W": weight}, c @ x.T
+
+
+@pytest.mark.parametrize("n", [*range(2, 65), 256])
+def test_a_transposed_square_weight_fails_and_the_correct_one_passes(n):
+    objective, parameters, gradient = _bilinear(n)
+    assert check_gradients(objective, parameters, {"W": gradient}).verdict == PASSED
+    assert check_gradients(objective, parameters, {"W": gradient.T.copy()}).verdict == FAILED
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-9])
+@pytest.mark.parametrize("bug", [-1.0, 10.0])
+def test_sign_and_tenfold_errors_fail_at_tiny_loss_scales(scale, bug):
+    x = RNG.normal(size=20)
+
+    def objective(parameters):
+        return scale * float(np.sum(parameters["x"] ** 2))
+
+    correct = 2 * scale * x
+    assert check_gradients(objective, {"x": x}, {"x": correct}).verdict == PASSED
+    assert check_gradients(objective, {"x": x}, {"x": bug * correct}).verdict == FAILED
+
+
+def test_a_float32_bias_five_times_too_large_fails():
+    inputs = RNG.normal(size=(16, 4)).astype(np.float32)
+    targets = RNG.normal(size=(16, 3)).astype(np.float32)
+    parameters = {"W": RNG.normal(size=(4, 3)).astype(np.float32), "b": (0.1 * RNG.normal(size=3)).astype(np.float32)}
+
+    def objective(current):
+        residual = inputs @ current["W"] + current["b"] - targets
+        return float(np.mean(residual.astype(np.float64) ** 2))
+
+    residual = (inputs @ parameters["W"] + parameters["b"] - targets).astype(np.float64)
+    gradients = {"W": 2 * inputs.T.astype(np.float64) @ residual / residual.size, "b": 2 * residual.sum(0) / residual.size}
+    assert check_gradients(objective, parameters, gradients).verdict == PASSED
+    report = check_gradients(objective, parameters, {**gradients, "b": 5 * gradients["b"]})
+    assert report.verdict == FAILED and report.failing_parameters == ("b",)
+
+
+def test_a_missing_one_over_batch_fails_in_that_parameter_only():
+    from examples.mlp import problem, wrong_problem
+
+    assert check_gradients(*_parts(problem())).verdict == PASSED
+    report = check_gradients(*_parts(wrong_problem()))
+    assert report.verdict == FAILED and report.failing_parameters == ("W2",)
+
+
+def _parts(problem):
+    return problem.objective, problem.parameters, problem.gradients
+
+
+@pytest.mark.parametrize("bug", ["doubled", "missing"])
+def test_a_wrong_gradient_at_the_argmax_of_max_fails(bug):
+    x = RNG.normal(size=1000)
+    top = int(np.argmax(x))
+    correct = np.zeros(1000)
+    correct[top] = 1.0
+    wrong = correct.copy()
+    wrong[top] = 2.0 if bug == "doubled" else 0.0
+
+    def objective(parameters):
+        return float(np.max(parameters["x"]))
+
+    assert check_gradients(objective, {"x": x}, {"x": correct}).verdict == PASSED
+    assert check_gradients(objective, {"x": x}, {"x": wrong}).verdict == FAILED
+
+
+def test_a_large_constant_blurs_but_never_fails_a_correct_gradient():
+    x = RNG.normal(size=12)
+
+    def objective(parameters):
+        return 1e8 + float(np.sum(np.sin(parameters["x"])))
+
+    correct = check_gradients(objective, {"x": x}, {"x": np.cos(x)})
+    assert correct.verdict != FAILED
+    for record in correct.parameters[0].checks:
+        assert record.verdict in (PASSED, INCONCLUSIVE)
+        if record.verdict == INCONCLUSIVE:
+            assert "rounding of f" in record.reason
+    assert check_gradients(objective, {"x": x}, {"x": 1.5 * np.cos(x)}).verdict == FAILED
+
+
+def test_last_bit_jitter_does_not_fail_a_correct_gradient():
+    terms = RNG.normal(size=(200, 8))
+    order = np.random.default_rng(7)
+
+    def objective(parameters):
+        values = np.tanh(terms @ parameters["w"])
+        return float(np.sum(values[order.permutation(len(values))]))  # summation order changes per call
+
+    w = RNG.normal(size=8)
+    gradient = terms.T @ (1 - np.tanh(terms @ w) ** 2)
+    report = check_gradients(objective, {"w": w}, {"w": gradient})
+    assert not report.purity.pure and not report.purity.stateful
+    assert report.verdict == PASSED
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_additive_noise_never_passes(seed):
+    noise = np.random.default_rng(seed)
+    x = RNG.normal(size=10)
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"] ** 2)) + 1e-3 * noise.normal()
+
+    report = check_gradients(objective, {"x": x}, {"x": 2 * x})
+    assert report.purity.stateful
+    assert report.verdict == INCONCLUSIVE
+
+
+def test_a_drifting_objective_never_passes():
+    x = RNG.normal(size=10)
+    calls = [0]
+
+    def objective(parameters):
+        calls[0] += 1
+        return float(np.sum(parameters["x"] ** 2)) + 1e-12 * calls[0]
+
+    report = check_gradients(objective, {"x": x}, {"x": 2 * x})
+    assert report.purity.stateful and report.verdict == INCONCLUSIVE
+
+
+def test_curvature_near_a_pole_passes_at_a_smaller_step():
+    x = np.array([-math.pi / 2 + 0.007, 0.3, 1.0])
+
+    def objective(parameters):
+        return float(np.sum(np.tan(parameters["x"])))
+
+    report = check_gradients(objective, {"x": x}, {"x": 1 / np.cos(x) ** 2})
+    near = report.parameters[0].checks[0]
+    assert near.verdict == PASSED and near.decided_at > 0
+    assert near.estimates[near.decided_at].step < near.difference.requested_step
+    assert report.verdict == PASSED
+
+
+def test_a_correct_mlp_costs_at_most_two_and_a_half_calls_per_coordinate():
+    from examples.mlp import problem
+
+    report = check_gradients(*_parts(problem()))
+    assert report.verdict == PASSED
+    assert report.evaluations / report.checked <= 2.5
+
+
+def test_the_structured_selection_never_collapses_onto_a_diagonal_row_or_column():
+    for n in [*range(5, 65), 256]:
+        chosen = [sample.coordinate for sample in structured_coordinates((n, n), 16, np.zeros((n, n)))]
+        assert len(chosen) == 16
+        assert len({i for i, _ in chosen}) > 1 and len({j for _, j in chosen}) > 1
+        assert any(i != j for i, j in chosen)
+        assert any((j, i) in chosen for i, j in chosen if i != j)  # mirrored pairs
+
+
+def test_the_structured_selection_includes_the_largest_gradients():
+    gradient = np.zeros((40, 50))
+    gradient[17, 3], gradient[39, 49] = 5.0, -7.0
+    chosen = {sample.coordinate for sample in structured_coordinates((40, 50), 16, gradient)}
+    assert {(17, 3), (39, 49)} <= chosen
+
+
+def test_the_chapter_sampler_is_still_one_option():
+    objective, parameters, gradient = _bilinear(6)
+    report = check_gradients(objective, parameters, {"W": gradient}, sampler="chapter", samples=4)
+    assert [record.flat_index for record in report.parameters[0].checks] == [0, 11, 23, 35]
+    assert report.parameters[0].selection == "chapter"
+
+
+def test_a_failure_raises_in_the_pytest_helper_and_names_the_verdict():
+    objective, parameters, gradient = _bilinear(8)
+    with pytest.raises(AssertionError, match="gradient check failed"):
+        assert_gradients_match(objective, parameters, {"W": gradient.T.copy()})
+
+
+@pytest.mark.parametrize("when", ["plus", "minus"])
+def test_the_directional_probes_restore_the_array_when_the_objective_raises(when):
+    x = RNG.normal(size=(7, 5))
+    before = x.tobytes()
+    calls = [0]
+    total_calls = 1 + 2 * 16 + 3  # the center, 16 coordinates, the checkpoints: then the direction
+
+    def objective(parameters):
+        calls[0] += 1
+        if calls[0] == total_calls + (1 if when == "plus" else 2):
+            raise KeyboardInterrupt
+        return float(np.sum(parameters["x"] ** 3))
+
+    with pytest.raises(KeyboardInterrupt):
+        check_gradients(objective, {"x": x}, {"x": 3 * x**2})
+    assert x.tobytes() == before
+
+
+def _estimate(numerical, analytic=1.0, bar=1e-12, step=1e-5):
+    return step_estimate(step, analytic, numerical, largest_value=bar / 4 / 2.2e-16, epsilon=2.2e-16, jitter=0.0, gain=1.0)
+
+
+def _at_three_steps(at_h, at_tenth, at_ten):
+    """Estimates at h = 1e-5, h/10 and 10h, the order check_gradients tries them in."""
+    return with_step_sensitivity([_estimate(at_h), _estimate(at_tenth, step=1e-6), _estimate(at_ten, step=1e-4)])
+
+
+def test_a_gap_that_persists_across_steps_fails_and_one_that_does_not_is_inconclusive():
+    assert judge_confirmed(_at_three_steps(1.5, 1.5 + 1e-9, 1.5 - 1e-9), 1e-6, 1.0).verdict == FAILED
+    assert judge_confirmed(_at_three_steps(1.5, 1.0 + 1e-3, 3.0), 1e-6, 1.0).verdict == INCONCLUSIVE
+
+
+def test_curvature_resolved_at_a_smaller_step_passes_but_a_coincidence_there_does_not():
+    # Truncation ∝ h²: 1 + 5e-6 at h, 1 + 5e-8 at h/10, 1 + 5e-4 at 10h; the analytic 1 passes
+    # at h/10 (their extrapolation is 1 too).
+    assert judge_confirmed(_at_three_steps(1 + 5e-6, 1 + 5e-8, 1 + 5e-4), 1e-7, 1.0).verdict == PASSED
+    # A wrong analytic 1.001 that the estimate at h/10 happens to equal (its truncation is 1e-3)
+    # does not pass there: the extrapolation with h lands on the true 1.
+    estimates = [
+        step_estimate(step, 1.001, numerical, largest_value=1.0, epsilon=2.2e-16, jitter=0.0, gain=1.0)
+        for step, numerical in ((1e-5, 1.1), (1e-6, 1.001), (1e-4, 11.0))
+    ]
+    assert judge_confirmed(with_step_sensitivity(estimates), 1e-6, 1.0).verdict != PASSED
+
+
+def test_a_gap_within_the_bar_passes_only_beside_larger_gradients():
+    tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
+    assert judge_primary(tiny, 1e-6, gradient_scale=1.0).verdict == PASSED
+    assert judge_primary(tiny, 1e-6, gradient_scale=1e-9) is None
+    small = _estimate(1.0e-9, analytic=1.0005e-9, bar=1e-12)  # relative error 5e-4, gap 5e-13
+    assert judge_primary(small, 1e-6, gradient_scale=1.0).verdict == PASSED
+    assert judge_primary(_estimate(1.0e-9, analytic=1.5e-9, bar=1e-12), 1e-6, gradient_scale=1.0) is None
