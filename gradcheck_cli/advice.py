@@ -53,6 +53,7 @@ no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
@@ -66,7 +67,7 @@ from .errors import (
     UnrepresentablePoint,
 )
 from .estimator import CentralDifference, central_difference, validate_step, validate_steps
-from .records import Record, record, same_bits
+from .records import Record, same_bits
 from .sampling import sample_tensor_coordinates
 
 __all__ = [
@@ -147,7 +148,7 @@ def default_steps(point: float, dtype="float64") -> tuple:
     return tuple(step for step in geometric_steps(top, smallest) if step <= largest)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StepEstimate(Record):
     """One requested step's central difference and its estimated error.
 
@@ -167,7 +168,7 @@ class StepEstimate(Record):
     regime: str
 
 
-@record
+@dataclass(frozen=True)
 class RejectedStep(Record):
     """A requested step the chapter's checker refused (collapsed probe, non-finite value, …)."""
 
@@ -175,7 +176,7 @@ class RejectedStep(Record):
     error: GradCheckError
 
 
-@record
+@dataclass(frozen=True)
 class StepAdvice(Record):
     """The advised step for one point and the evidence for it.
 
@@ -352,7 +353,7 @@ def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps
     return advise_step(point, probing_objective(parameters, index, objective), dtype=parameters.dtype, steps=steps)
 
 
-@record
+@dataclass(frozen=True)
 class ParameterStepAdvice(Record):
     """The step advice for one parameter of a problem, at one coordinate."""
 
@@ -361,7 +362,7 @@ class ParameterStepAdvice(Record):
     advice: StepAdvice
 
 
-@record
+@dataclass(frozen=True)
 class ProblemStepAdvice(Record):
     """Step advice per parameter; ``steps`` maps each name to its advised step."""
 

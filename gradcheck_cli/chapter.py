@@ -10,6 +10,7 @@ lives in :mod:`nll`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from .errors import GradCheckError
 from .estimator import (
@@ -19,7 +20,7 @@ from .estimator import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from .records import Record, record
+from .records import Record
 
 STEP_TOLERANCE = 1.0e-6
 
@@ -99,7 +100,7 @@ def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, to
     return scalar_gradient_check(point, 1.0, step, tolerance, identity)
 
 
-@record
+@dataclass(frozen=True)
 class KinkDiagnostic(Record):
     """|x| at a corner: candidate 0 against the symmetric estimate, and the one-sided slopes."""
 

@@ -87,7 +87,7 @@ from .estimator import (
 )
 from .formatting import rust_debug, rust_list
 from .problem import GradientProblem, reject_shared_memory, selected_names
-from .records import Record, record, same_bits
+from .records import Record, same_bits
 from .sampling import validate_samples
 from .tensors import (
     SampledCoordinate,
@@ -124,7 +124,7 @@ AUTO_STEP = "auto"
 Samples = Union[int, str]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KinkVerdict(Record):
     """The one-sided slopes at the kink tolerance; a suspected kink is never evidence.
 
@@ -138,7 +138,7 @@ class KinkVerdict(Record):
     slopes: OneSidedSlopeComparison
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CoordinateCheck(Record):
     """One coordinate of one parameter: the chapter's records and the verdicts.
 
@@ -156,7 +156,7 @@ class CoordinateCheck(Record):
     passed: bool
 
 
-@record
+@dataclass(frozen=True)
 class PurityVerdict(Record):
     """Whether every center value f(θ) came out bit-identical.
 
@@ -175,7 +175,7 @@ class PurityVerdict(Record):
     message: str
 
 
-@record
+@dataclass(frozen=True)
 class ParameterCheck(Record):
     """Every selected coordinate of one named parameter.
 
@@ -221,7 +221,7 @@ class ParameterCheck(Record):
     checks: tuple
 
 
-@record
+@dataclass(frozen=True)
 class GradientCheckReport(Record):
     """The whole check: every parameter, the cross-parameter purity verdict, ``passed``.
 

@@ -36,6 +36,7 @@ import functools
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -67,6 +68,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 
+@dataclass(frozen=True)
 class Report:
     """What a subcommand produced: the sections to render and the user's verdicts.
 
@@ -76,10 +78,8 @@ class Report:
     never count.
     """
 
-    __slots__ = ("sections", "user_verdicts")
-
-    def __init__(self, sections, user_verdicts=()):
-        self.sections, self.user_verdicts = tuple(sections), tuple(user_verdicts)
+    sections: tuple
+    user_verdicts: tuple = ()
 
 
 def exit_status(outcome) -> int:

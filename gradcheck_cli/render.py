@@ -19,6 +19,7 @@ the sections in the requested format. Nothing here computes a derivative.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
@@ -52,19 +53,19 @@ __all__ = [
 FORMATS = ("text", "json", "table")
 
 
+@dataclass(frozen=True)
 class Section:
     """One part of a command's output: its JSON key, its results, and how to draw them.
 
     ``results`` is a library result (anything with ``to_dict()``), or a list
     or dict of them; ``lines`` and ``table`` draw the same results as text
-    lines and as a rich renderable. (A plain class, not a dataclass: creating
-    a dataclass costs start-up time that every command would pay.)
+    lines and as a rich renderable.
     """
 
-    __slots__ = ("key", "results", "lines", "table")
-
-    def __init__(self, key: str, results, lines: Callable[[], list], table: Callable[[], object]):
-        self.key, self.results, self.lines, self.table = key, results, lines, table
+    key: str
+    results: object
+    lines: Callable[[], list]
+    table: Callable[[], object]
 
 
 # ---------------------------------------------------------------- writers

@@ -84,8 +84,8 @@ error, exception from the objective, KeyboardInterrupt).
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -105,7 +105,7 @@ from .errors import (
 )
 from .estimator import real_scalar, validate_steps
 from .problem import as_problem, reject_shared_memory, selected_names
-from .records import Record, record, same_bits
+from .records import Record, same_bits
 from .tensors import parameter_and_gradient
 
 __all__ = [
@@ -160,7 +160,7 @@ def _fnv1a64(text: str) -> int:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TaylorPoint(Record):
     """One step of the Taylor test.
 
@@ -184,7 +184,7 @@ class TaylorPoint(Record):
     in_fit: bool
 
 
-@record
+@dataclass(frozen=True)
 class TaylorResult(Record):
     """The Taylor-remainder verdict for one problem and direction.
 
@@ -455,7 +455,7 @@ def taylor_test(
     deterministic = same_bits(final, center)
     order, window, reason = _fit_order(points)
     points = [
-        dataclasses.replace(point, in_fit=True) if index in window else point
+        replace(point, in_fit=True) if index in window else point
         for index, point in enumerate(points)
     ]
     evaluated = [point for point in points if point.state == "ok"]

@@ -40,7 +40,7 @@ from .estimator import (
     validate_step,
     validate_tolerance,
 )
-from .records import Record, record
+from .records import Record
 from .sampling import (
     SampledCoordinate,
     coordinate_from_offset,
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CoordinateGradientCheck(Record):
     """The central difference and comparison at one selected coordinate."""
 
@@ -74,7 +74,7 @@ class CoordinateGradientCheck(Record):
     comparison: GradientComparison
 
 
-@record
+@dataclass(frozen=True)
 class TensorGradientCheck(Record):
     """Every selected coordinate's check; ``passed`` when all of them passed."""
 
@@ -84,8 +84,8 @@ class TensorGradientCheck(Record):
     checks: tuple
 
 
-@dataclass(frozen=True)
-class PlannedCoordinate:
+@dataclass(frozen=True, slots=True)
+class PlannedCoordinate(Record):
     """One selected coordinate, validated before the first objective call.
 
     ``point`` is θ as stored, ``analytic`` the candidate there (both finite),
