@@ -418,8 +418,8 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
     through :func:`advise_parameter_steps`), not a per-coordinate optimum.
 
     The problem is validated first as the Taylor test validates it
-    (:func:`~gradcheck_cli.taylor.selected_parameters`: whole finite arrays
-    and gradients, no shared memory).
+    (:func:`~gradcheck_cli.problem.validated_whole_gradients`: whole finite
+    arrays and gradients, no shared memory).
 
     Parameters
     ----------
@@ -430,7 +430,9 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
         As in :func:`advise_step`; by default each coordinate's own
         :func:`default_steps`.
     """
-    from .taylor import selected_parameters
+    from .problem import as_problem, selected_names, validated_whole_gradients
 
-    problem, selected, _ = selected_parameters(problem, names)
+    problem = as_problem(problem, reference="the step advice's problem")
+    selected = selected_names(problem.parameters, problem.gradients, names)
+    validated_whole_gradients(problem, selected)
     return advise_parameter_steps(problem.objective, problem.parameters, selected, steps=steps)

@@ -1,11 +1,9 @@
 """The chapter's scalar fixtures: quadratic, cubic scan, rounded identity, |x| kink.
 
 Every fixture constant here is the chapter's (the |x| step, which the chapter
-does not print, is ours). The two defaults at the end, ``check``'s sample
-count and ``taylor``'s seed, are ours too; they live here so that the
-command line reads them without importing numpy. Scalar only: this module
-imports no numpy, so the scalar subcommands start fast; the NLL fixture
-lives in :mod:`nll`.
+does not print, is ours; the library's own defaults live in :mod:`defaults`).
+Scalar only: this module imports no numpy, so the scalar subcommands start
+fast; the NLL fixture lives in :mod:`nll`.
 """
 
 from __future__ import annotations
@@ -48,15 +46,6 @@ TENSOR_SAMPLES = 4
 
 COLLAPSED_POINT = 1.0
 COLLAPSED_STEP = 1.0e-20
-
-# Defaults of the checks built on the chapter (ours, not the chapter's). They live here, where the
-# command line can read them without importing numpy; check.py and taylor.py take them from here.
-
-#: Coordinates per parameter that ``check_gradients`` samples unless told otherwise (the sampler's R).
-CHECK_SAMPLES = 16
-#: The seed of the Taylor test's deterministic direction unless told otherwise.
-TAYLOR_SEED = 0
-
 
 def quadratic(point: float) -> float:
     """q(θ) = θ²."""

@@ -61,7 +61,7 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
-from .chapter import CHECK_SAMPLES
+from .defaults import CHECK_SAMPLES
 from .dtypes import ProbeDtype, probe_dtype
 from .errors import (
     AtParameter,

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 import click
 
 from . import __version__, render
-from .errors import CommandLineError, GradCheckError
+from .cli_errors import CommandLineError
+from .errors import GradCheckError, exception_line
 from .formatting import rust_debug
 
 __all__ = [
@@ -268,9 +269,7 @@ class GradcheckGroup(click.Group):
             render.write_interrupted()
             status = exit_status(interrupt)
         except Exception as error:  # a defect in gradcheck: still one line, and never status 1
-            from .problem import _one_line
-
-            click.echo(f"Error: internal error in gradcheck: {_one_line(error)}", err=True)
+            click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
             status = exit_status(error)
         if standalone_mode:
             sys.exit(status)

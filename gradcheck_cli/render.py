@@ -24,9 +24,14 @@ from typing import Callable, Mapping, Sequence
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
 from .records import json_ready
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
 
 __all__ = [
     "FORMATS",
+    "DEFAULT_STEP",
+    "check_summary",
+    "coordinate_verdict",
+    "kink_tolerance_text",
     "Section",
     "write",
     "write_json",
@@ -254,42 +259,6 @@ def _names(names) -> str:
 def _coordinate_label(name: str, coordinate) -> str:
     """``W1[0, 3]``: how the library's purity messages name a coordinate."""
     return f"{name}{rust_list(coordinate)}"
-
-
-#: How a parameter checked at each coordinate's default step names that step.
-DEFAULT_STEP = "ε^(1/3)·max(1, |θ|)"
-
-
-def coordinate_verdict(record, short: bool = False) -> str:
-    """A coordinate's verdict; at a suspected kink, where the analytic value lies against the slopes."""
-    if not record.kink.suspected:
-        return record.verdict
-    between = record.kink.analytic_between_slopes
-    where = "between" if between else "outside"
-    if short:
-        return f"kink, {where} slopes"
-    return f"{record.verdict}, analytic {where} the one-sided slopes" + (
-        " (consistent with a subgradient)" if between else ""
-    )
-
-
-def check_summary(report) -> str:
-    """A GradientCheckReport's outcome in one clause (the table's last line, the pytest helper's first)."""
-    if report.passed:
-        return f"all {report.checked} coordinates passed"
-    reasons = []
-    if report.failed:
-        reasons.append(f"{report.failed} of {report.checked} coordinates did not pass")
-    if report.impurities():
-        reasons.append("the objective is not pure (its center values differ)")
-    return f"{' and '.join(reasons)} in {', '.join(report.failing_parameters) or 'the check across parameters'}"
-
-
-def kink_tolerance_text(parameter, number=None) -> str:
-    """A parameter's kink tolerance, or ``per-coordinate`` when each coordinate's step sets its own."""
-    if parameter.kink_tolerance is None:
-        return "per-coordinate"
-    return (number or _error)(parameter.kink_tolerance)
 
 
 def _purity_line(label: str, purity) -> str:

@@ -90,23 +90,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .chapter import TAYLOR_SEED
+from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
-    AtCoordinate,
-    AtParameter,
-    GradCheckError,
     GradientShapeMismatch,
-    NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
-    NonFinitePoint,
     UnsupportedDtype,
     ZeroDirection,
 )
 from .estimator import real_scalar, validate_steps
-from .problem import as_problem, reject_shared_memory, selected_names
+from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
-from .tensors import parameter_and_gradient
 
 __all__ = [
     "PASS_ORDER",
@@ -118,7 +112,6 @@ __all__ = [
     "DEFAULT_SEED",
     "TaylorPoint",
     "TaylorResult",
-    "selected_parameters",
     "taylor_direction",
     "default_taylor_steps",
     "taylor_test",
@@ -131,7 +124,7 @@ SHRINK_ORDER = 0.75
 ROUNDING_MARGIN = 10.0
 FIT_POINTS = 5
 MIN_FIT_POINTS = 3
-#: The direction's seed unless told otherwise (kept in the numpy-free chapter module for the command line).
+#: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
 DEFAULT_SEED = TAYLOR_SEED
 
 _MASK64 = (1 << 64) - 1
@@ -211,40 +204,6 @@ class TaylorResult(Record):
     verdict: str
     reason: str
     passed: bool
-
-
-def selected_parameters(problem, names: Sequence[str] = None):
-    """Validate a problem and the parameter names to use; returns (problem, names, gradients).
-
-    ``problem`` may be a :class:`GradientProblem` or the tuple
-    ``(objective, parameters, gradients)``. Every selected parameter must be
-    a writable float64, float32 or bfloat16 array of finite values, with a
-    finite analytic gradient of the same shape (the whole arrays move; a
-    real scalar stands for the gradient of a 0-d parameter), and share no
-    memory with any other parameter. ``gradients`` maps each selected name
-    to its validated gradient array.
-    """
-    problem = as_problem(problem, reference="the Taylor test's problem")
-    names = selected_names(problem.parameters, problem.gradients, names)
-    gradients = {}
-    for name in names:
-        try:
-            _, gradient = parameter_and_gradient(problem.parameters[name], problem.gradients[name])
-            _reject_non_finite(problem.parameters[name], lambda value: NonFinitePoint(point=value))
-            _reject_non_finite(gradient, lambda value: NonFiniteAnalyticGradient(value=value))
-        except GradCheckError as error:
-            raise AtParameter(parameter=name, source=error) from error
-        gradients[name] = gradient
-    reject_shared_memory(problem.parameters, names)
-    return problem, tuple(names), gradients
-
-
-def _reject_non_finite(values: np.ndarray, error) -> None:
-    values = values.astype(np.float64)
-    finite = np.isfinite(values)
-    if not finite.all():
-        index = tuple(int(i) for i in np.argwhere(~finite)[0])
-        raise AtCoordinate(coordinate=list(index), source=error(float(values[index])))
 
 
 def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:
@@ -367,7 +326,9 @@ def taylor_test(
         non-scalar f(x). Exceptions from the objective propagate unchanged,
         with every parameter restored bit-exactly.
     """
-    problem, names, validated_gradients = selected_parameters(problem, names)
+    problem = as_problem(problem, reference="the Taylor test's problem")
+    names = tuple(selected_names(problem.parameters, problem.gradients, names))
+    validated_gradients = validated_whole_gradients(problem, names)
     parameters = problem.parameters
     if direction is None:
         unit = taylor_direction(parameters, names, seed)

@@ -704,6 +704,7 @@ QUADRATIC_MODULES = {
     "gradcheck_cli",
     "gradcheck_cli.chapter",
     "gradcheck_cli.cli",
+    "gradcheck_cli.cli_errors",
     "gradcheck_cli.commands",
     "gradcheck_cli.commands.quadratic",
     "gradcheck_cli.errors",
@@ -711,6 +712,7 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.formatting",
     "gradcheck_cli.records",
     "gradcheck_cli.render",
+    "gradcheck_cli.verdicts",
 }
 
 

@@ -34,8 +34,8 @@ from gradcheck_cli.cli import (
     EXIT_OK,
     main,
 )
+from gradcheck_cli.cli_errors import ObjectiveRaised
 from gradcheck_cli.dtypes import probe_dtype
-from gradcheck_cli.errors import ObjectiveRaised
 from gradcheck_cli.problem import load_problem
 from gradcheck_cli.taylor import taylor_test
 
