@@ -263,15 +263,41 @@ def advise_step(
         steps. Exceptions raised by ``evaluate`` itself propagate unchanged.
     """
     probed = probe_dtype(dtype, role="probed")
+    point = _representable_point(point, probed)
+    steps = default_steps(point, dtype) if steps is None else validate_steps(steps)
+    if len(steps) < 2:
+        raise InvalidStepSequence(steps=list(steps))
+    differences, rejected = _differences_at_steps(point, steps, evaluate, probed)
+    estimates, advised = _estimated_errors(differences, probed.epsilon)
+    best = estimates[advised]
+    first_center = differences[0].center_value
+    return StepAdvice(
+        point=point,
+        dtype=probed.name,
+        epsilon=probed.epsilon,
+        advised_step=best.requested_step,
+        derivative=best.difference.derivative,
+        estimated_error=best.estimated_error,
+        scaled_estimated_error=best.scaled_estimated_error,
+        advised_at_edge=advised in (0, len(estimates) - 1),
+        deterministic=all(same_bits(difference.center_value, first_center) for difference in differences),
+        estimates=estimates,
+        rejected=tuple(rejected),
+    )
+
+
+def _representable_point(point: float, probed) -> float:
+    """``point`` as a float, refused with UnrepresentablePoint if the probed dtype cannot store it."""
     point = float(point)
     if math.isfinite(point):
         nearest = probed.round_exact(Fraction(point))
         if nearest != point:
             raise UnrepresentablePoint(point=point, dtype=probed.name, nearest=nearest)
-    steps = default_steps(point, dtype) if steps is None else validate_steps(steps)
-    if len(steps) < 2:
-        raise InvalidStepSequence(steps=list(steps))
+    return point
 
+
+def _differences_at_steps(point: float, steps: tuple, evaluate: Callable, probed) -> tuple:
+    """Rule 1: the central difference at every step the checker accepts, and a RejectedStep for each other."""
     differences, rejected = [], []
     for step in steps:
         try:
@@ -282,16 +308,23 @@ def advise_step(
     spacings = {(difference.minus_spacing, difference.plus_spacing) for difference in differences}
     if len(spacings) < 2:
         raise TooFewAcceptedSteps(accepted=len(differences), requested=len(steps))
+    return differences, rejected
 
-    truncation, floors, errors = [], [], []
-    for index, difference in enumerate(differences):
-        neighbours = differences[max(0, index - 1) : index] + differences[index + 1 : index + 2]
-        candidates = [_richardson(difference, other) for other in neighbours]
-        candidates = [value for value in candidates if value is not None]
-        truncation.append(max(candidates) if candidates else math.inf)
-        floors.append(_rounding_floor(difference, probed.epsilon))
-        errors.append(max(truncation[-1], floors[-1]))
 
+def _truncation_estimate(differences: list, index: int) -> float:
+    """Rule 2: the larger Richardson estimate against either neighbour (inf if neither has another η)."""
+    difference = differences[index]
+    neighbours = differences[max(0, index - 1) : index] + differences[index + 1 : index + 2]
+    candidates = [_richardson(difference, other) for other in neighbours]
+    candidates = [value for value in candidates if value is not None]
+    return max(candidates) if candidates else math.inf
+
+
+def _estimated_errors(differences: list, epsilon: float) -> tuple:
+    """Rules 2-4: every step's StepEstimate with its regime, and the index of the advised step."""
+    truncation = [_truncation_estimate(differences, index) for index in range(len(differences))]
+    floors = [_rounding_floor(difference, epsilon) for difference in differences]
+    errors = [max(estimate, floor) for estimate, floor in zip(truncation, floors)]
     # Smallest estimated error; on a tie the earlier (larger) step wins.
     advised = min(range(len(differences)), key=lambda index: (errors[index], index))
     estimates = []
@@ -308,21 +341,7 @@ def advise_step(
                 regime=regime,
             )
         )
-    best = estimates[advised]
-    first_center = differences[0].center_value
-    return StepAdvice(
-        point=point,
-        dtype=probed.name,
-        epsilon=probed.epsilon,
-        advised_step=best.requested_step,
-        derivative=best.difference.derivative,
-        estimated_error=best.estimated_error,
-        scaled_estimated_error=best.scaled_estimated_error,
-        advised_at_edge=advised in (0, len(estimates) - 1),
-        deterministic=all(same_bits(difference.center_value, first_center) for difference in differences),
-        estimates=tuple(estimates),
-        rejected=tuple(rejected),
-    )
+    return tuple(estimates), advised
 
 
 def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps: Sequence[float] = None) -> StepAdvice:

@@ -291,20 +291,21 @@ def sampled_tensor_gradient_check(
     max_samples = validate_samples(max_samples)
     samples = sample_tensor_coordinates(parameters.shape, max_samples)
     planned = plan_coordinates(parameters, analytic, samples, dtype, step)
-
-    checks = []
-    for coordinate in planned:
-        difference = probe_coordinate(parameters, coordinate, objective)
-        try:
-            comparison = compare_gradients(coordinate.analytic, difference.derivative, tolerance)
-        except GradCheckError as error:
-            raise at_coordinate(coordinate.sample.coordinate, error) from error
-        sample = coordinate.sample
-        checks.append(CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison))
-
+    checks = [_coordinate_gradient_check(parameters, coordinate, tolerance, objective) for coordinate in planned]
     return TensorGradientCheck(
         shape=tuple(parameters.shape),
         requested_samples=max_samples,
         passed=all(check.comparison.passed for check in checks),
         checks=tuple(checks),
     )
+
+
+def _coordinate_gradient_check(parameters, planned: PlannedCoordinate, tolerance: float, objective):
+    """Probe one planned coordinate and compare its analytic value; errors come wrapped in AtCoordinate."""
+    difference = probe_coordinate(parameters, planned, objective)
+    try:
+        comparison = compare_gradients(planned.analytic, difference.derivative, tolerance)
+    except GradCheckError as error:
+        raise at_coordinate(planned.sample.coordinate, error) from error
+    sample = planned.sample
+    return CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison)
