@@ -224,8 +224,8 @@ def _rounding_floor(difference: CentralDifference, epsilon: float) -> float:
 
 
 def advise_step(
-    point: float,
     evaluate: Callable[[float], float],
+    point: float,
     *,
     dtype="float64",
     steps: Sequence[float] = None,
@@ -234,11 +234,11 @@ def advise_step(
 
     Parameters
     ----------
-    point : float
-        The finite point θ, representable in ``dtype``.
     evaluate : callable float -> float
         The objective, deterministic and smooth around θ; called three times
         (minus, center, plus) per requested step, steps largest first.
+    point : float
+        The finite point θ, representable in ``dtype``.
     dtype : str or numpy dtype, default "float64"
         The arithmetic of the probed value (float64, float32 or bfloat16):
         the exact θ ∓ h is rounded once into it
@@ -344,7 +344,7 @@ def _estimated_errors(differences: list, epsilon: float) -> tuple:
     return tuple(estimates), advised
 
 
-def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps: Sequence[float] = None) -> StepAdvice:
+def advise_coordinate_step(objective: Callable, parameters, coordinate, *, steps: Sequence[float] = None) -> StepAdvice:
     """Advise a step for one coordinate of a tensor, probed in place.
 
     The probe is written into ``parameters`` itself through
@@ -355,21 +355,21 @@ def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps
 
     Parameters
     ----------
+    objective : callable np.ndarray -> float
+        Called as ``objective(parameters)``.
     parameters : np.ndarray, any shape, writable
         The parameter array; bit-identical afterwards on every path.
     coordinate : tuple of int
         The coordinate to probe, one index per axis.
-    objective : callable np.ndarray -> float
-        Called as ``objective(parameters)``.
     steps : sequence of float, optional
         As in :func:`advise_step`.
     """
-    from .tensors import probing_objective, writable_parameters
+    from .tensors import probing_objective, writable_probe_dtype
 
-    writable_parameters(parameters)
+    writable_probe_dtype(parameters)
     index = tuple(int(position) for position in coordinate)
     point = float(parameters[index])
-    return advise_step(point, probing_objective(parameters, index, objective), dtype=parameters.dtype, steps=steps)
+    return advise_step(probing_objective(parameters, index, objective), point, dtype=parameters.dtype, steps=steps)
 
 
 @dataclass(frozen=True)
@@ -415,7 +415,7 @@ def advise_parameter_steps(objective: Callable, parameters, names: Sequence[str]
         array = parameters[name]
         coordinate = representative_coordinate(array.shape)
         try:
-            advice = advise_coordinate_step(array, coordinate, evaluate, steps=steps)
+            advice = advise_coordinate_step(evaluate, array, coordinate, steps=steps)
         except GradCheckError as error:
             located = AtCoordinate(coordinate=list(coordinate), source=error)
             raise AtParameter(parameter=name, source=located) from located

@@ -81,7 +81,7 @@ def cubic_step_scan(point=CUBIC_POINT, steps=STEP_SCAN, tolerance=STEP_TOLERANCE
     """The same cubic check from truncation-dominated to rounded probes."""
     from .scan import step_scan  # only the scan needs it: `gradcheck quadratic` starts without it
 
-    return step_scan(point, cubic_derivative(point), steps, tolerance, cubic)
+    return step_scan(cubic, point, cubic_derivative(point), steps, tolerance)
 
 
 def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, tolerance=STEP_TOLERANCE):

@@ -54,11 +54,11 @@ def error_regimes(steps: Sequence[float], scaled_errors: Sequence[float], passed
 
 
 def step_scan(
+    evaluate: Callable[[float], float],
     point: float,
     analytic: float,
     steps: Sequence[float],
     tolerance: float,
-    evaluate: Callable[[float], float],
 ) -> list:
     """Run :func:`scalar_gradient_check` at every requested step and label the regimes.
 

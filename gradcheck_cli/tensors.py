@@ -101,7 +101,7 @@ class PlannedCoordinate(Record):
     geometry: Optional[ProbeGeometry]
 
 
-def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
+def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
     """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error."""
     if not isinstance(parameters, np.ndarray):
         raise NotAnArray(role=role, type_name=type(parameters).__name__)
@@ -111,17 +111,17 @@ def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
     return dtype
 
 
-def real_analytic(analytic, role: str = "analytic") -> np.ndarray:
-    """``analytic`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
-    if not isinstance(analytic, np.ndarray):
-        raise NotAnArray(role=role, type_name=type(analytic).__name__)
-    real = analytic.dtype.kind in "fiu" and analytic.dtype.itemsize <= 8
-    if not (real or analytic.dtype.name == "bfloat16"):
-        raise UnsupportedDtype(role=role, dtype=str(analytic.dtype), expected="a real float64-representable dtype")
-    return analytic
+def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
+    """``gradient`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
+    if not isinstance(gradient, np.ndarray):
+        raise NotAnArray(role=role, type_name=type(gradient).__name__)
+    real = gradient.dtype.kind in "fiu" and gradient.dtype.itemsize <= 8
+    if not (real or gradient.dtype.name == "bfloat16"):
+        raise UnsupportedDtype(role=role, dtype=str(gradient.dtype), expected="a real float64-representable dtype")
+    return gradient
 
 
-def parameter_and_gradient(parameters, analytic) -> tuple:
+def parameter_and_gradient(parameters, gradient) -> tuple:
     """Validate one parameter array and its analytic gradient; return (ProbeDtype, gradient array).
 
     The parameters must be a writable float64, float32 or bfloat16 array;
@@ -129,13 +129,13 @@ def parameter_and_gradient(parameters, analytic) -> tuple:
     0-d parameter: ``np.cos(np.array(0.0))`` is one, and is returned as a
     0-d array).
     """
-    dtype = writable_parameters(parameters)
-    if isinstance(analytic, (np.generic, float, int)) and not isinstance(analytic, bool):
-        analytic = np.asarray(analytic)
-    analytic = real_analytic(analytic)
-    if parameters.shape != analytic.shape:
-        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(analytic.shape))
-    return dtype, analytic
+    dtype = writable_probe_dtype(parameters)
+    if isinstance(gradient, (np.generic, float, int)) and not isinstance(gradient, bool):
+        gradient = np.asarray(gradient)
+    gradient = real_gradient(gradient)
+    if parameters.shape != gradient.shape:
+        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(gradient.shape))
+    return dtype, gradient
 
 
 def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
@@ -153,7 +153,7 @@ def finite_point(parameters: np.ndarray, index: tuple) -> float:
 
 def plan_coordinates(
     parameters: np.ndarray,
-    analytic: np.ndarray,
+    gradient: np.ndarray,
     samples,
     dtype: ProbeDtype,
     step: Optional[float] = None,
@@ -170,7 +170,7 @@ def plan_coordinates(
 
     Parameters
     ----------
-    parameters, analytic : np.ndarray, same shape
+    parameters, gradient : np.ndarray, same shape
         Already validated by :func:`parameter_and_gradient`.
     samples : iterable of SampledCoordinate
     dtype : ProbeDtype
@@ -195,7 +195,7 @@ def plan_coordinates(
             if probes:
                 coordinate_step = dtype.default_step(point) if step is None else step
                 geometry = dtype_perturbations(point, coordinate_step, dtype)
-            analytic_value = float(analytic[index])
+            analytic_value = float(gradient[index])
             if not math.isfinite(analytic_value):
                 raise NonFiniteAnalyticGradient(value=analytic_value)
         except GradCheckError as error:
