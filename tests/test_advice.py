@@ -425,7 +425,7 @@ def test_problem_advice_gives_one_step_per_parameter():
     assert advise_problem_steps(problem, names=["bias"]).steps.keys() == {"bias"}
 
 
-# --- the Richardson estimate never multiplies two spacings (B3) ---------------------------------
+# --- the Richardson estimate never multiplies two spacings --------------------------------------
 
 
 def test_huge_spacings_do_not_overflow_the_richardson_estimate():
