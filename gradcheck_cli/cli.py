@@ -36,7 +36,7 @@ import functools
 import importlib
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import click
 
@@ -69,8 +69,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(NamedTuple):
     """What a subcommand produced: the sections to render and the user's verdicts.
 
     ``user_verdicts`` holds one ``passed`` per verdict on something the user

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ProbeGeometry(Record):
     """The actual probes around one point, their distances and stencil weights."""
 
@@ -59,7 +59,7 @@ class ProbeGeometry(Record):
     stencil: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CentralDifference(Record):
     """One three-point derivative estimate with all of its evidence."""
 
@@ -80,7 +80,7 @@ class CentralDifference(Record):
     derivative: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class GradientComparison(Record):
     """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
 
@@ -93,7 +93,7 @@ class GradientComparison(Record):
     passed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class OneSidedSlopeComparison(Record):
     """The left and right secant slopes compared like gradients; never a proof."""
 
@@ -106,7 +106,7 @@ class OneSidedSlopeComparison(Record):
     consistent: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ScalarGradientCheck(Record):
     """A central difference and the comparison of one candidate with it."""
 

@@ -19,8 +19,7 @@ the sections in the requested format. Nothing here computes a derivative.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
 from .records import json_ready
@@ -58,8 +57,7 @@ __all__ = [
 FORMATS = ("text", "json", "table")
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     """One part of a command's output: its JSON key, its results, and how to draw them.
 
     ``results`` is a library result (anything with ``to_dict()``), or a list

@@ -80,10 +80,15 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
     assert not dataclasses.is_dataclass(Record)
 
 
-def test_per_coordinate_records_have_no_instance_dictionary():
-    comparison = compare_gradients(5.5, 6.0, 1e-6)
-    assert not hasattr(comparison, "__dict__")
-    assert not hasattr(quadratic_gradient_check(5.5).difference, "__dict__")
+def test_the_records_made_once_per_tensor_coordinate_have_no_instance_dictionary():
+    import numpy as np
+
+    from gradcheck_cli.tensors import sampled_tensor_gradient_check
+
+    check = sampled_tensor_gradient_check(np.ones(3), 2 * np.ones(3), 1e-5, 1e-6, 2, lambda p: float(p @ p))
+    assert check.passed
+    assert not hasattr(check.checks[0], "__dict__")
+    assert hasattr(check, "__dict__")  # one per check: slots buy nothing there
 
 
 def test_match_and_replace_work():
