@@ -202,7 +202,7 @@ def evaluations_at(label, measured, measured_n, n):
     return measured - per_coordinate * measured_n + per_coordinate * n
 
 
-def main():
+def parse_arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10**5, help="parameters of the objective")
     parser.add_argument(
@@ -211,16 +211,16 @@ def main():
     parser.add_argument("--repeats", type=int, default=7, help="interleaved runs of gradcheck and the cheap checks")
     parser.add_argument("--peer-repeats", type=int, default=1, help="runs of each full-gradient peer")
     parser.add_argument("--natural-malloc", action="store_true", help="leave glibc's malloc trimming as it is")
-    arguments = parser.parse_args()
-    with_steady_malloc(arguments.natural_malloc)
-    peer_n = arguments.peer_n or arguments.n
+    return parser.parse_args()
 
+
+def print_setting(problem, n: int) -> tuple:
+    """The header, the objective and its cost per evaluation; returns the costs (numpy, torch or None)."""
     versions = {"scipy": scipy.__version__, "torch": torch.__version__ if torch is not None else "not installed"}
     if torch is not None:
         versions["torch threads"] = torch.get_num_threads()
-    header(f"peers: checking {SAMPLES} coordinates of a {arguments.n}-parameter objective", **versions)
+    header(f"peers: checking {SAMPLES} coordinates of a {n}-parameter objective", **versions)
     print(malloc_line())
-    problem = Problem(arguments.n)
     print(
         f"objective: mean softmax cross-entropy of {list(problem.shape)} float64 logits (_objectives.mean_nll"
         + ("; torch: F.cross_entropy" if torch is not None else "")
@@ -230,9 +230,41 @@ def main():
         print("torch not installed: torch.autograd.gradcheck not measured (pip install torch to include it)")
     numpy_cost, torch_cost = call_cost(problem)
     print(
-        f"one evaluation at n={arguments.n}: numpy {seconds(numpy_cost)}"
+        f"one evaluation at n={n}: numpy {seconds(numpy_cost)}"
         + (f", torch {seconds(torch_cost)}" if torch_cost is not None else "")
     )
+    return numpy_cost, torch_cost
+
+
+def peer_rows(peers, peer_durations, peer_problem, n: int, costs: tuple) -> list:
+    """One row per full-gradient peer, its times extrapolated to ``n`` when it ran at another size."""
+    peer_n = peer_problem.n
+    if peer_n != n:
+        peer_numpy_cost, peer_torch_cost = call_cost(peer_problem)
+    rows = []
+    for label, run in peers.items():
+        evaluations, times, note = run.outcome["evaluations"], peer_durations[label], ""
+        if peer_n != n:
+            evaluations_n = evaluations_at(label, evaluations, peer_n, n)
+            cost_ratio = costs[1] / peer_torch_cost if label.startswith("torch") else costs[0] / peer_numpy_cost
+            times = [value * evaluations_n / evaluations * cost_ratio for value in times]
+            note = (
+                f"  EXTRAPOLATED from n={peer_n} ({evaluations} evaluations, {seconds(median(peer_durations[label]))})"
+            )
+            evaluations = evaluations_n
+        note += (
+            f"; last run: {run.outcome['page_faults']} page faults, {run.outcome['system_seconds']:.1f} s in the kernel"
+        )
+        rows.append((label, times, evaluations, run.outcome["verdict"], note))
+    return rows
+
+
+def main():
+    arguments = parse_arguments()
+    with_steady_malloc(arguments.natural_malloc)
+    peer_n = arguments.peer_n or arguments.n
+    problem = Problem(arguments.n)
+    costs = print_setting(problem, arguments.n)
 
     started = time.perf_counter()
     gradcheck = gradcheck_contender(problem)
@@ -250,26 +282,11 @@ def main():
     durations[f"gradcheck, {SAMPLES} sampled coordinates"] += peer_durations.pop("gradcheck")
     reference = median(durations[f"gradcheck, {SAMPLES} sampled coordinates"])
 
-    rows = []
-    for label, run in contenders.items():
-        rows.append((label, durations[label], run.outcome["evaluations"], run.outcome["verdict"], ""))
-    if peer_n != arguments.n:
-        peer_numpy_cost, peer_torch_cost = call_cost(peer_problem)
-    for label, run in peers.items():
-        evaluations, times, note = run.outcome["evaluations"], peer_durations[label], ""
-        if peer_n != arguments.n:
-            evaluations_n = evaluations_at(label, evaluations, peer_n, arguments.n)
-            cost_ratio = torch_cost / peer_torch_cost if label.startswith("torch") else numpy_cost / peer_numpy_cost
-            times = [value * evaluations_n / evaluations * cost_ratio for value in times]
-            note = (
-                f"  EXTRAPOLATED from n={peer_n} ({evaluations} evaluations, {seconds(median(peer_durations[label]))})"
-            )
-            evaluations = evaluations_n
-        note += (
-            f"; last run: {run.outcome['page_faults']} page faults, {run.outcome['system_seconds']:.1f} s in the kernel"
-        )
-        rows.append((label, times, evaluations, run.outcome["verdict"], note))
-
+    rows = [
+        (label, durations[label], run.outcome["evaluations"], run.outcome["verdict"], "")
+        for label, run in contenders.items()
+    ]
+    rows += peer_rows(peers, peer_durations, peer_problem, arguments.n, costs)
     print(
         f"interleaved: {arguments.repeats} runs of gradcheck and the cheap checks, "
         f"{arguments.peer_repeats} of each full-gradient peer (median, range); ratio = time / gradcheck's median"
@@ -282,7 +299,6 @@ def main():
         )
     print(f"(peer timing took {seconds(time.perf_counter() - started)})")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

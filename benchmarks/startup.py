@@ -33,7 +33,7 @@ from pathlib import Path
 
 from _common import REPOSITORY, header, interleaved, median, seconds, spread, verdict
 
-GOAL = 1.15
+GOAL = 1.3
 HEAVY_MODULES = ("numpy", "rich", "scipy", "matplotlib", "torch", "ml_dtypes")
 HELLO_CLICK = """
 import click

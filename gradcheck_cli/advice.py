@@ -53,6 +53,7 @@ no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Sequence
 
@@ -66,7 +67,7 @@ from .errors import (
     UnrepresentablePoint,
 )
 from .estimator import CentralDifference, central_difference, validate_step, validate_steps
-from .records import Record, record, same_bits
+from .records import Record, same_bits
 from .sampling import sample_tensor_coordinates
 
 __all__ = [
@@ -147,7 +148,7 @@ def default_steps(point: float, dtype="float64") -> tuple:
     return tuple(step for step in geometric_steps(top, smallest) if step <= largest)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StepEstimate(Record):
     """One requested step's central difference and its estimated error.
 
@@ -167,7 +168,7 @@ class StepEstimate(Record):
     regime: str
 
 
-@record
+@dataclass(frozen=True)
 class RejectedStep(Record):
     """A requested step the chapter's checker refused (collapsed probe, non-finite value, …)."""
 
@@ -175,7 +176,7 @@ class RejectedStep(Record):
     error: GradCheckError
 
 
-@record
+@dataclass(frozen=True)
 class StepAdvice(Record):
     """The advised step for one point and the evidence for it.
 
@@ -223,8 +224,8 @@ def _rounding_floor(difference: CentralDifference, epsilon: float) -> float:
 
 
 def advise_step(
-    point: float,
     evaluate: Callable[[float], float],
+    point: float,
     *,
     dtype="float64",
     steps: Sequence[float] = None,
@@ -233,11 +234,11 @@ def advise_step(
 
     Parameters
     ----------
-    point : float
-        The finite point θ, representable in ``dtype``.
     evaluate : callable float -> float
         The objective, deterministic and smooth around θ; called three times
         (minus, center, plus) per requested step, steps largest first.
+    point : float
+        The finite point θ, representable in ``dtype``.
     dtype : str or numpy dtype, default "float64"
         The arithmetic of the probed value (float64, float32 or bfloat16):
         the exact θ ∓ h is rounded once into it
@@ -262,15 +263,41 @@ def advise_step(
         steps. Exceptions raised by ``evaluate`` itself propagate unchanged.
     """
     probed = probe_dtype(dtype, role="probed")
+    point = _representable_point(point, probed)
+    steps = default_steps(point, dtype) if steps is None else validate_steps(steps)
+    if len(steps) < 2:
+        raise InvalidStepSequence(steps=list(steps))
+    differences, rejected = _differences_at_steps(point, steps, evaluate, probed)
+    estimates, advised = _estimated_errors(differences, probed.epsilon)
+    best = estimates[advised]
+    first_center = differences[0].center_value
+    return StepAdvice(
+        point=point,
+        dtype=probed.name,
+        epsilon=probed.epsilon,
+        advised_step=best.requested_step,
+        derivative=best.difference.derivative,
+        estimated_error=best.estimated_error,
+        scaled_estimated_error=best.scaled_estimated_error,
+        advised_at_edge=advised in (0, len(estimates) - 1),
+        deterministic=all(same_bits(difference.center_value, first_center) for difference in differences),
+        estimates=estimates,
+        rejected=tuple(rejected),
+    )
+
+
+def _representable_point(point: float, probed) -> float:
+    """``point`` as a float, refused with UnrepresentablePoint if the probed dtype cannot store it."""
     point = float(point)
     if math.isfinite(point):
         nearest = probed.round_exact(Fraction(point))
         if nearest != point:
             raise UnrepresentablePoint(point=point, dtype=probed.name, nearest=nearest)
-    steps = default_steps(point, dtype) if steps is None else validate_steps(steps)
-    if len(steps) < 2:
-        raise InvalidStepSequence(steps=list(steps))
+    return point
 
+
+def _differences_at_steps(point: float, steps: tuple, evaluate: Callable, probed) -> tuple:
+    """Rule 1: the central difference at every step the checker accepts, and a RejectedStep for each other."""
     differences, rejected = [], []
     for step in steps:
         try:
@@ -281,16 +308,23 @@ def advise_step(
     spacings = {(difference.minus_spacing, difference.plus_spacing) for difference in differences}
     if len(spacings) < 2:
         raise TooFewAcceptedSteps(accepted=len(differences), requested=len(steps))
+    return differences, rejected
 
-    truncation, floors, errors = [], [], []
-    for index, difference in enumerate(differences):
-        neighbours = differences[max(0, index - 1) : index] + differences[index + 1 : index + 2]
-        candidates = [_richardson(difference, other) for other in neighbours]
-        candidates = [value for value in candidates if value is not None]
-        truncation.append(max(candidates) if candidates else math.inf)
-        floors.append(_rounding_floor(difference, probed.epsilon))
-        errors.append(max(truncation[-1], floors[-1]))
 
+def _truncation_estimate(differences: list, index: int) -> float:
+    """Rule 2: the larger Richardson estimate against either neighbour (inf if neither has another η)."""
+    difference = differences[index]
+    neighbours = differences[max(0, index - 1) : index] + differences[index + 1 : index + 2]
+    candidates = [_richardson(difference, other) for other in neighbours]
+    candidates = [value for value in candidates if value is not None]
+    return max(candidates) if candidates else math.inf
+
+
+def _estimated_errors(differences: list, epsilon: float) -> tuple:
+    """Rules 2-4: every step's StepEstimate with its regime, and the index of the advised step."""
+    truncation = [_truncation_estimate(differences, index) for index in range(len(differences))]
+    floors = [_rounding_floor(difference, epsilon) for difference in differences]
+    errors = [max(estimate, floor) for estimate, floor in zip(truncation, floors)]
     # Smallest estimated error; on a tie the earlier (larger) step wins.
     advised = min(range(len(differences)), key=lambda index: (errors[index], index))
     estimates = []
@@ -307,24 +341,10 @@ def advise_step(
                 regime=regime,
             )
         )
-    best = estimates[advised]
-    first_center = differences[0].center_value
-    return StepAdvice(
-        point=point,
-        dtype=probed.name,
-        epsilon=probed.epsilon,
-        advised_step=best.requested_step,
-        derivative=best.difference.derivative,
-        estimated_error=best.estimated_error,
-        scaled_estimated_error=best.scaled_estimated_error,
-        advised_at_edge=advised in (0, len(estimates) - 1),
-        deterministic=all(same_bits(difference.center_value, first_center) for difference in differences),
-        estimates=tuple(estimates),
-        rejected=tuple(rejected),
-    )
+    return tuple(estimates), advised
 
 
-def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps: Sequence[float] = None) -> StepAdvice:
+def advise_coordinate_step(objective: Callable, parameters, coordinate, *, steps: Sequence[float] = None) -> StepAdvice:
     """Advise a step for one coordinate of a tensor, probed in place.
 
     The probe is written into ``parameters`` itself through
@@ -335,24 +355,24 @@ def advise_coordinate_step(parameters, coordinate, objective: Callable, *, steps
 
     Parameters
     ----------
+    objective : callable np.ndarray -> float
+        Called as ``objective(parameters)``.
     parameters : np.ndarray, any shape, writable
         The parameter array; bit-identical afterwards on every path.
     coordinate : tuple of int
         The coordinate to probe, one index per axis.
-    objective : callable np.ndarray -> float
-        Called as ``objective(parameters)``.
     steps : sequence of float, optional
         As in :func:`advise_step`.
     """
-    from .tensors import probing_objective, writable_parameters
+    from .tensors import probing_objective, writable_probe_dtype
 
-    writable_parameters(parameters)
+    writable_probe_dtype(parameters)
     index = tuple(int(position) for position in coordinate)
     point = float(parameters[index])
-    return advise_step(point, probing_objective(parameters, index, objective), dtype=parameters.dtype, steps=steps)
+    return advise_step(probing_objective(parameters, index, objective), point, dtype=parameters.dtype, steps=steps)
 
 
-@record
+@dataclass(frozen=True)
 class ParameterStepAdvice(Record):
     """The step advice for one parameter of a problem, at one coordinate."""
 
@@ -361,7 +381,7 @@ class ParameterStepAdvice(Record):
     advice: StepAdvice
 
 
-@record
+@dataclass(frozen=True)
 class ProblemStepAdvice(Record):
     """Step advice per parameter; ``steps`` maps each name to its advised step."""
 
@@ -395,7 +415,7 @@ def advise_parameter_steps(objective: Callable, parameters, names: Sequence[str]
         array = parameters[name]
         coordinate = representative_coordinate(array.shape)
         try:
-            advice = advise_coordinate_step(array, coordinate, evaluate, steps=steps)
+            advice = advise_coordinate_step(evaluate, array, coordinate, steps=steps)
         except GradCheckError as error:
             located = AtCoordinate(coordinate=list(coordinate), source=error)
             raise AtParameter(parameter=name, source=located) from located
@@ -417,8 +437,8 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
     through :func:`advise_parameter_steps`), not a per-coordinate optimum.
 
     The problem is validated first as the Taylor test validates it
-    (:func:`~gradcheck_cli.taylor.selected_parameters`: whole finite arrays
-    and gradients, no shared memory).
+    (:func:`~gradcheck_cli.problem.validated_whole_gradients`: whole finite
+    arrays and gradients, no shared memory).
 
     Parameters
     ----------
@@ -429,7 +449,9 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
         As in :func:`advise_step`; by default each coordinate's own
         :func:`default_steps`.
     """
-    from .taylor import selected_parameters
+    from .problem import as_problem, selected_names, validated_whole_gradients
 
-    problem, selected, _ = selected_parameters(problem, names)
+    problem = as_problem(problem, reference="the step advice's problem")
+    selected = selected_names(problem.parameters, problem.gradients, names)
+    validated_whole_gradients(problem, selected)
     return advise_parameter_steps(problem.objective, problem.parameters, selected, steps=steps)

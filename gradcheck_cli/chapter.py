@@ -1,15 +1,14 @@
 """The chapter's scalar fixtures: quadratic, cubic scan, rounded identity, |x| kink.
 
 Every fixture constant here is the chapter's (the |x| step, which the chapter
-does not print, is ours). The two defaults at the end, ``check``'s sample
-count and ``taylor``'s seed, are ours too; they live here so that the
-command line reads them without importing numpy. Scalar only: this module
-imports no numpy, so the scalar subcommands start fast; the NLL fixture
-lives in :mod:`nll`.
+does not print, is ours; the library's own defaults live in :mod:`defaults`).
+Scalar only: this module imports no numpy, so the scalar subcommands start
+fast; the NLL fixture lives in :mod:`nll`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from .errors import GradCheckError
 from .estimator import (
@@ -19,7 +18,7 @@ from .estimator import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from .records import Record, record
+from .records import Record
 
 STEP_TOLERANCE = 1.0e-6
 
@@ -47,15 +46,6 @@ TENSOR_SAMPLES = 4
 
 COLLAPSED_POINT = 1.0
 COLLAPSED_STEP = 1.0e-20
-
-# Defaults of the checks built on the chapter (ours, not the chapter's). They live here, where the
-# command line can read them without importing numpy; check.py and taylor.py take them from here.
-
-#: Coordinates per parameter that ``check_gradients`` samples unless told otherwise (the sampler's R).
-CHECK_SAMPLES = 16
-#: The seed of the Taylor test's deterministic direction unless told otherwise.
-TAYLOR_SEED = 0
-
 
 def quadratic(point: float) -> float:
     """q(θ) = θ²."""
@@ -91,7 +81,7 @@ def cubic_step_scan(point=CUBIC_POINT, steps=STEP_SCAN, tolerance=STEP_TOLERANCE
     """The same cubic check from truncation-dominated to rounded probes."""
     from .scan import step_scan  # only the scan needs it: `gradcheck quadratic` starts without it
 
-    return step_scan(point, cubic_derivative(point), steps, tolerance, cubic)
+    return step_scan(cubic, point, cubic_derivative(point), steps, tolerance)
 
 
 def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, tolerance=STEP_TOLERANCE):
@@ -99,7 +89,7 @@ def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, to
     return scalar_gradient_check(point, 1.0, step, tolerance, identity)
 
 
-@record
+@dataclass(frozen=True)
 class KinkDiagnostic(Record):
     """|x| at a corner: candidate 0 against the symmetric estimate, and the one-sided slopes."""
 

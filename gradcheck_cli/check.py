@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
-from .chapter import CHECK_SAMPLES
+from .defaults import CHECK_SAMPLES
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
@@ -52,7 +52,7 @@ from .estimator import (
 )
 from .formatting import rust_list
 from .problem import GradientProblem, reject_shared_memory, selected_names
-from .records import Record, float_bits, record
+from .records import Record, float_bits
 from .selection import SAMPLERS, select_coordinates
 from .sampling import validate_samples
 from .tensors import (
@@ -107,7 +107,7 @@ JITTER_LIMIT = 256.0
 Samples = Union[int, str]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KinkVerdict(Record):
     """The one-sided slopes at the kink tolerance, at the coordinate's step.
 
@@ -121,7 +121,7 @@ class KinkVerdict(Record):
     slopes: OneSidedSlopeComparison
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CoordinateCheck(Record):
     """One coordinate of one parameter: the chapter's records at its step, and the verdict.
 
@@ -144,7 +144,7 @@ class CoordinateCheck(Record):
     passed: bool
 
 
-@record
+@dataclass(frozen=True)
 class PurityVerdict(Record):
     """f(θ) at the restored point, evaluated several times during the check.
 
@@ -161,7 +161,7 @@ class PurityVerdict(Record):
     message: str
 
 
-@record
+@dataclass(frozen=True)
 class ParameterCheck(Record):
     """Every selected coordinate of one named parameter, its directional test and its verdict.
 
@@ -206,7 +206,7 @@ class ParameterCheck(Record):
     directional: DirectionalCheck
 
 
-@record
+@dataclass(frozen=True)
 class GradientCheckReport(Record):
     """The whole check: every parameter, the purity measurement and the verdict.
 

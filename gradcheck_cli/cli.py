@@ -36,11 +36,13 @@ import functools
 import importlib
 import os
 import sys
+from typing import NamedTuple
 
 import click
 
 from . import __version__, render
-from .errors import CommandLineError, GradCheckError
+from .cli_errors import CommandLineError
+from .errors import GradCheckError, exception_line
 from .formatting import rust_debug
 
 __all__ = [
@@ -67,7 +69,7 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 
-class Report:
+class Report(NamedTuple):
     """What a subcommand produced: the sections to render and the user's verdicts.
 
     ``user_verdicts`` holds one ``passed`` per verdict on something the user
@@ -76,10 +78,8 @@ class Report:
     never count.
     """
 
-    __slots__ = ("sections", "user_verdicts")
-
-    def __init__(self, sections, user_verdicts=()):
-        self.sections, self.user_verdicts = tuple(sections), tuple(user_verdicts)
+    sections: tuple
+    user_verdicts: tuple = ()
 
 
 def exit_status(outcome) -> int:
@@ -268,9 +268,7 @@ class GradcheckGroup(click.Group):
             render.write_interrupted()
             status = exit_status(interrupt)
         except Exception as error:  # a defect in gradcheck: still one line, and never status 1
-            from .problem import _one_line
-
-            click.echo(f"Error: internal error in gradcheck: {_one_line(error)}", err=True)
+            click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
             status = exit_status(error)
         if standalone_mode:
             sys.exit(status)

@@ -6,6 +6,8 @@ docs/method.md ("The directional test").
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 from typing import Callable, Optional
 
@@ -13,7 +15,7 @@ import numpy as np
 
 from .errors import NonFiniteEvaluation
 from .estimator import evaluated_value
-from .records import Record, record
+from .records import Record
 from .judge import ROUNDING_FACTOR, StepEstimate, step_estimate
 
 __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
@@ -22,7 +24,7 @@ __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "Directional
 DIRECTION_SEED = 0x5EED_13
 
 
-@record
+@dataclass(frozen=True)
 class DirectionalCheck(Record):
     """The directional test of one parameter.
 
@@ -55,7 +57,7 @@ def direction_signs(count: int, seed: int = DIRECTION_SEED) -> np.ndarray:
     return np.where(z >> np.uint64(63) == 0, 1.0, -1.0)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DirectionalProbe(Record):
     """What one multiplier's two probes gave: values, displacements' products with a, moved count."""
 

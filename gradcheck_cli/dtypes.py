@@ -78,11 +78,12 @@ Python's ``float``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from .errors import NonFinitePoint, UnsupportedDtype
 from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
-from .records import Record, record
+from .records import Record
 
 __all__ = [
     "PROBE_DTYPES",
@@ -92,7 +93,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True)
 class ProbeDtype(Record):
     """A parameter dtype the check probes in: its binary format and default policy.
 

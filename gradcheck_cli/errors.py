@@ -10,9 +10,6 @@ from .formatting import rust_debug, rust_list
 from .records import json_ready
 
 __all__ = [
-    "CommandLineError",
-    "InputFileError",
-    "ObjectiveRaised",
     "GradCheckError",
     "InvalidStep",
     "NonFinitePoint",
@@ -106,6 +103,15 @@ class GradCheckError(ValueError):
 
 def _rebuild(cls, values):
     return cls(**values)
+
+
+def exception_line(error: BaseException) -> str:
+    """``Name: message`` of any exception on one line; its name alone if it has no message."""
+    try:
+        text = " ".join(str(error).split())
+    except Exception:  # an exception whose __str__ raises still has a name
+        text = ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class InvalidStep(GradCheckError):
@@ -588,30 +594,3 @@ class NotAProblem(GradCheckError):
             f"expected a GradientProblem or (objective, parameters, gradients) from {self.reference}, "
             f"got {self.returned}"
         )
-
-
-class CommandLineError(GradCheckError):
-    """The command line is malformed: an unknown option, a missing or malformed value."""
-
-    fields = ("option", "problem")
-
-    def describe(self):
-        return self.problem
-
-
-class InputFileError(GradCheckError):
-    """An input file holds no usable array: unreadable, not .npy or JSON, or not real numbers."""
-
-    fields = ("option", "path", "problem")
-
-    def describe(self):
-        return f"{self.option} file '{self.path}' {self.problem}"
-
-
-class ObjectiveRaised(GradCheckError):
-    """The user's objective raised an exception (not a GradCheckError) during a check."""
-
-    fields = ("reference", "error")
-
-    def describe(self):
-        return f"the objective of {self.reference} raised {self.error}"

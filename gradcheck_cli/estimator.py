@@ -8,6 +8,7 @@ computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .errors import (
@@ -25,7 +26,7 @@ from .errors import (
     PerturbationNotFinite,
     PerturbationUnchanged,
 )
-from .records import Record, record
+from .records import Record
 
 __all__ = [
     "ProbeGeometry",
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True)
 class ProbeGeometry(Record):
     """The actual probes around one point, their distances and stencil weights."""
 
@@ -58,7 +59,7 @@ class ProbeGeometry(Record):
     stencil: str
 
 
-@record
+@dataclass(frozen=True)
 class CentralDifference(Record):
     """One three-point derivative estimate with all of its evidence."""
 
@@ -79,7 +80,7 @@ class CentralDifference(Record):
     derivative: float
 
 
-@record
+@dataclass(frozen=True)
 class GradientComparison(Record):
     """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
 
@@ -92,7 +93,7 @@ class GradientComparison(Record):
     passed: bool
 
 
-@record
+@dataclass(frozen=True)
 class OneSidedSlopeComparison(Record):
     """The left and right secant slopes compared like gradients; never a proof."""
 
@@ -105,7 +106,7 @@ class OneSidedSlopeComparison(Record):
     consistent: bool
 
 
-@record
+@dataclass(frozen=True)
 class ScalarGradientCheck(Record):
     """A central difference and the comparison of one candidate with it."""
 

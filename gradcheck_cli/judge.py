@@ -5,9 +5,11 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from typing import Sequence
 
-from .records import Record, record
+from .records import Record
 
 __all__ = [
     "ROUNDING_FACTOR",
@@ -34,7 +36,7 @@ CONFIRMATION_FACTORS = (0.1, 10.0)
 PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ErrorBar(Record):
     """What the numerical estimate may be off by, in the gradient's units.
 
@@ -50,7 +52,7 @@ class ErrorBar(Record):
     total: float
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class StepEstimate(Record):
     """The analytic and numerical values at one step, with the estimate's error bar.
 
@@ -70,7 +72,7 @@ class StepEstimate(Record):
     error_bar: ErrorBar
 
 
-@record
+@dataclass(frozen=True)
 class Judgement(Record):
     """A verdict, the estimate it rests on (index into the estimates) and why, in one sentence."""
 
@@ -165,22 +167,10 @@ def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
     widened = []
     for index, estimate in enumerate(estimates):
         others = [abs(estimate.numerical - other.numerical) for j, other in enumerate(estimates) if j != index]
-        sensitivity = min(others) if others else 0.0
+        sensitivity = min(others, default=0.0)
         bar = estimate.error_bar
-        total = bar.rounding + bar.jitter + sensitivity
-        widened.append(
-            StepEstimate(
-                step=estimate.step,
-                analytic=estimate.analytic,
-                numerical=estimate.numerical,
-                scale=estimate.scale,
-                relative_error=estimate.relative_error,
-                slopes_consistent=estimate.slopes_consistent,
-                error_bar=ErrorBar(
-                    rounding=bar.rounding, jitter=bar.jitter, step_sensitivity=sensitivity, total=total
-                ),
-            )
-        )
+        bar = replace(bar, step_sensitivity=sensitivity, total=bar.rounding + bar.jitter + sensitivity)
+        widened.append(replace(estimate, error_bar=bar))
     return tuple(widened)
 
 

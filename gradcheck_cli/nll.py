@@ -11,13 +11,14 @@ arithmetic and libm's exponential, numpy storage, and row-major indexing.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from .chapter import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
 from .errors import InvalidLogits, InvalidTargets
-from .records import Record, record
+from .records import Record
 from .tensors import TensorGradientCheck, sampled_tensor_gradient_check
 
 __all__ = [
@@ -119,7 +120,7 @@ def hand_derived_nll_gradient(logits: np.ndarray, targets: np.ndarray) -> np.nda
     return gradient
 
 
-@record
+@dataclass(frozen=True)
 class NllGradientExample(Record):
     """The NLL fixture's inputs, loss, sampled check, and restoration evidence."""
 

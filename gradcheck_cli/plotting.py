@@ -163,23 +163,7 @@ def scan_figure(records=(), advice=None):
         )
 
     if advice is not None:
-        steps = [estimate.requested_step for estimate in advice.estimates]
-        scales = [max(1.0, abs(estimate.difference.derivative)) for estimate in advice.estimates]
-        xs, ys = _positive(steps, [estimate.scaled_estimated_error for estimate in advice.estimates])
-        axes.plot(xs, ys, marker=".", linestyle="-", color="#b35806", label="estimated error (no analytic)", gid="estimated-error")
-        xs, ys = _positive(steps, [estimate.rounding_floor / scale for estimate, scale in zip(advice.estimates, scales)])
-        axes.plot(xs, ys, linestyle=":", color="#7f7f7f", label="rounding floor ε|f|/h", gid="rounding-floor")
-        axes.axvline(advice.advised_step, color="#1b9e77", linewidth=1.5, label="advised step", gid="advised-step")
-        if _loggable(advice.scaled_estimated_error):
-            axes.plot(
-                [advice.advised_step],
-                [advice.scaled_estimated_error],
-                marker="*",
-                markersize=12,
-                linestyle="none",
-                color="#1b9e77",
-                gid="advised-point",
-            )
+        _draw_advice(axes, advice)
 
     axes.set_xlabel("requested step h")
     axes.set_ylabel("scaled error")
@@ -187,6 +171,27 @@ def scan_figure(records=(), advice=None):
     axes.set_title(f"step-size scan at θ = {point!r}")
     axes.legend(fontsize="small", loc="best")
     return figure
+
+
+def _draw_advice(axes, advice) -> None:
+    """The advice's estimated scaled error, its scaled rounding floor and the advised step."""
+    steps = [estimate.requested_step for estimate in advice.estimates]
+    scales = [max(1.0, abs(estimate.difference.derivative)) for estimate in advice.estimates]
+    xs, ys = _positive(steps, [estimate.scaled_estimated_error for estimate in advice.estimates])
+    axes.plot(xs, ys, marker=".", linestyle="-", color="#b35806", label="estimated error (no analytic)", gid="estimated-error")
+    xs, ys = _positive(steps, [estimate.rounding_floor / scale for estimate, scale in zip(advice.estimates, scales)])
+    axes.plot(xs, ys, linestyle=":", color="#7f7f7f", label="rounding floor ε|f|/h", gid="rounding-floor")
+    axes.axvline(advice.advised_step, color="#1b9e77", linewidth=1.5, label="advised step", gid="advised-step")
+    if _loggable(advice.scaled_estimated_error):
+        axes.plot(
+            [advice.advised_step],
+            [advice.scaled_estimated_error],
+            marker="*",
+            markersize=12,
+            linestyle="none",
+            color="#1b9e77",
+            gid="advised-point",
+        )
 
 
 def plot_scan(records, path, *, advice=None) -> str:

@@ -23,9 +23,14 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import (
+    AtCoordinate,
+    AtParameter,
+    GradCheckError,
     InvalidProblemReference,
     MissingGradient,
     NoParameters,
+    NonFiniteAnalyticGradient,
+    NonFinitePoint,
     NotAProblem,
     NotCallable,
     ProblemFileNotFound,
@@ -35,9 +40,18 @@ from .errors import (
     ProblemModuleNotFound,
     SharedParameterMemory,
     UnknownParameter,
+    exception_line,
 )
+from .tensors import parameter_and_gradient
 
-__all__ = ["GradientProblem", "as_problem", "load_problem", "selected_names", "reject_shared_memory"]
+__all__ = [
+    "GradientProblem",
+    "as_problem",
+    "load_problem",
+    "selected_names",
+    "reject_shared_memory",
+    "validated_whole_gradients",
+]
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,36 @@ def reject_shared_memory(parameters: Mapping, names) -> None:
                 raise SharedParameterMemory(first=first, second=second)
 
 
+def validated_whole_gradients(problem: GradientProblem, names) -> dict:
+    """Validate the named parameters for moving whole arrays at once; each one's gradient array by name.
+
+    Every named parameter must be a writable float64, float32 or bfloat16
+    array of finite values, with a finite analytic gradient of the same shape
+    (a real scalar stands for the gradient of a 0-d parameter), and share no
+    memory with any other parameter: what the Taylor test and the step advice
+    of a problem need before they move anything.
+    """
+    gradients = {}
+    for name in names:
+        try:
+            _, gradient = parameter_and_gradient(problem.parameters[name], problem.gradients[name])
+            _reject_non_finite(problem.parameters[name], lambda value: NonFinitePoint(point=value))
+            _reject_non_finite(gradient, lambda value: NonFiniteAnalyticGradient(value=value))
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+        gradients[name] = gradient
+    reject_shared_memory(problem.parameters, names)
+    return gradients
+
+
+def _reject_non_finite(values: np.ndarray, error) -> None:
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        index = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise AtCoordinate(coordinate=list(index), source=error(float(values[index])))
+
+
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
 
 
@@ -168,7 +212,7 @@ def load_problem(reference: str) -> GradientProblem:
         try:
             returned = function()
         except (Exception, SystemExit) as error:
-            raise ProblemFunctionRaised(reference=reference, error=_one_line(error)) from error
+            raise ProblemFunctionRaised(reference=reference, error=exception_line(error)) from error
     return as_problem(returned, f"{reference}()")
 
 
@@ -210,7 +254,7 @@ def _load_file(source: str, path: Path):
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as error:
         sys.modules.pop(module_name, None)
-        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
+        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
     return module
 
 
@@ -221,17 +265,9 @@ def _import_module(source: str):
         missing = error.name or ""
         if source == missing or source.startswith(missing + "."):
             raise ProblemModuleNotFound(module=source) from error
-        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
+        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
     except (Exception, SystemExit) as error:
-        raise ProblemImportFailed(source=source, error=_one_line(error)) from error
-
-
-def _one_line(error: BaseException) -> str:
-    try:
-        text = " ".join(str(error).split())
-    except Exception:  # an exception whose __str__ raises still has a name
-        text = ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
 
 
 def _described(value) -> str:

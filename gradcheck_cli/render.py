@@ -19,13 +19,18 @@ the sections in the requested format. Nothing here computes a derivative.
 from __future__ import annotations
 
 import sys
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
 from .records import json_ready
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
 
 __all__ = [
     "FORMATS",
+    "DEFAULT_STEP",
+    "check_summary",
+    "coordinate_verdict",
+    "kink_tolerance_text",
     "Section",
     "write",
     "write_json",
@@ -52,19 +57,18 @@ __all__ = [
 FORMATS = ("text", "json", "table")
 
 
-class Section:
+class Section(NamedTuple):
     """One part of a command's output: its JSON key, its results, and how to draw them.
 
     ``results`` is a library result (anything with ``to_dict()``), or a list
     or dict of them; ``lines`` and ``table`` draw the same results as text
-    lines and as a rich renderable. (A plain class, not a dataclass: creating
-    a dataclass costs start-up time that every command would pay.)
+    lines and as a rich renderable.
     """
 
-    __slots__ = ("key", "results", "lines", "table")
-
-    def __init__(self, key: str, results, lines: Callable[[], list], table: Callable[[], object]):
-        self.key, self.results, self.lines, self.table = key, results, lines, table
+    key: str
+    results: object
+    lines: Callable[[], list]
+    table: Callable[[], object]
 
 
 # ---------------------------------------------------------------- writers
@@ -253,48 +257,6 @@ def _names(names) -> str:
 def _coordinate_label(name: str, coordinate) -> str:
     """``W1[0, 3]``: how the library's purity messages name a coordinate."""
     return f"{name}{rust_list(coordinate)}"
-
-
-#: How a parameter checked at each coordinate's default step names that step.
-DEFAULT_STEP = "ε^(1/3)·max(1, |θ|)"
-
-
-def coordinate_verdict(record, short: bool = False) -> str:
-    """A coordinate's verdict; at a suspected kink, where the analytic value lies against the slopes."""
-    if record.verdict != "suspected kink":
-        return record.verdict
-    between = record.kink.analytic_between_slopes
-    where = "between" if between else "outside"
-    if short:
-        return f"kink, {where} slopes"
-    return f"{record.verdict}, analytic {where} the one-sided slopes" + (
-        " (consistent with a subgradient)" if between else ""
-    )
-
-
-def check_summary(report) -> str:
-    """A GradientCheckReport's outcome in one clause (the table's last line, the pytest helper's first)."""
-    if report.passed:
-        return f"all {report.checked} coordinates and every directional test passed"
-    reasons = []
-    if report.failed:
-        reasons.append(f"{report.failed} of {report.checked} coordinates failed")
-    if report.inconclusive:
-        reasons.append(f"{report.inconclusive} of {report.checked} were inconclusive")
-    if any(not check.directional.passed for check in report.parameters):
-        reasons.append("a directional test did not pass")
-    if report.purity.stateful:
-        reasons.append("the objective is nondeterministic or stateful")
-    listed = ", ".join(reasons[:-1]) + (" and " if len(reasons) > 1 else "") + reasons[-1]
-    where = f" in {', '.join(report.failing_parameters)}" if report.failing_parameters else ""
-    return listed + where
-
-
-def kink_tolerance_text(parameter, number=None) -> str:
-    """A parameter's kink tolerance, or ``per-coordinate`` when each coordinate's step sets its own."""
-    if parameter.kink_tolerance is None:
-        return "per-coordinate"
-    return (number or _error)(parameter.kink_tolerance)
 
 
 def _purity_line(purity) -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass
 from typing import Sequence
 
 from .errors import EmptyTensor, InvalidSamples, InvalidShape, ShapeOverflow, ZeroSamples
-from .records import Record, record
+from .records import Record
 
 __all__ = [
     "MAX_ELEMENTS",
@@ -26,7 +27,7 @@ __all__ = [
 MAX_ELEMENTS = 2**63 - 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class SampledCoordinate(Record):
     """One selected coordinate: its row-major flat offset and its index tuple."""
 

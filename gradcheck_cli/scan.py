@@ -18,15 +18,16 @@ needs only the records themselves, so it works at any point and step list:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .estimator import ScalarGradientCheck, scalar_gradient_check, validate_tolerance
-from .records import Record, record
+from .records import Record
 
 __all__ = ["StepScanRecord", "error_regimes", "step_scan"]
 
 
-@record
+@dataclass(frozen=True)
 class StepScanRecord(Record):
     """One requested step's check and the error regime it falls in."""
 
@@ -53,11 +54,11 @@ def error_regimes(steps: Sequence[float], scaled_errors: Sequence[float], passed
 
 
 def step_scan(
+    evaluate: Callable[[float], float],
     point: float,
     analytic: float,
     steps: Sequence[float],
     tolerance: float,
-    evaluate: Callable[[float], float],
 ) -> list:
     """Run :func:`scalar_gradient_check` at every requested step and label the regimes.
 

@@ -13,7 +13,7 @@ import os
 import sys
 
 from .formatting import rust_debug, rust_fixed, rust_list
-from .render import DEFAULT_STEP, check_summary, coordinate_verdict
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict
 
 __all__ = [
     "PIPE_WIDTH",

@@ -84,29 +84,23 @@ error, exception from the objective, KeyboardInterrupt).
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .chapter import TAYLOR_SEED
+from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
-    AtCoordinate,
-    AtParameter,
-    GradCheckError,
     GradientShapeMismatch,
-    NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
-    NonFinitePoint,
     UnsupportedDtype,
     ZeroDirection,
 )
 from .estimator import real_scalar, validate_steps
-from .problem import as_problem, reject_shared_memory, selected_names
-from .records import Record, record, same_bits
-from .tensors import parameter_and_gradient
+from .problem import as_problem, selected_names, validated_whole_gradients
+from .records import Record, same_bits
 
 __all__ = [
     "PASS_ORDER",
@@ -118,7 +112,6 @@ __all__ = [
     "DEFAULT_SEED",
     "TaylorPoint",
     "TaylorResult",
-    "selected_parameters",
     "taylor_direction",
     "default_taylor_steps",
     "taylor_test",
@@ -131,7 +124,7 @@ SHRINK_ORDER = 0.75
 ROUNDING_MARGIN = 10.0
 FIT_POINTS = 5
 MIN_FIT_POINTS = 3
-#: The direction's seed unless told otherwise (kept in the numpy-free chapter module for the command line).
+#: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
 DEFAULT_SEED = TAYLOR_SEED
 
 _MASK64 = (1 << 64) - 1
@@ -160,7 +153,7 @@ def _fnv1a64(text: str) -> int:
     return value
 
 
-@record
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaylorPoint(Record):
     """One step of the Taylor test.
 
@@ -174,17 +167,17 @@ class TaylorPoint(Record):
 
     step: float
     displacement_norm: float
-    value: float
-    linear_term: float
-    remainder: float
-    absolute_remainder: float
-    rounding_floor: float
+    value: float = math.nan
+    linear_term: float = math.nan
+    remainder: float = math.nan
+    absolute_remainder: float = math.nan
+    rounding_floor: float = math.nan
     state: str
-    usable: bool
-    in_fit: bool
+    usable: bool = False
+    in_fit: bool = False
 
 
-@record
+@dataclass(frozen=True)
 class TaylorResult(Record):
     """The Taylor-remainder verdict for one problem and direction.
 
@@ -211,40 +204,6 @@ class TaylorResult(Record):
     verdict: str
     reason: str
     passed: bool
-
-
-def selected_parameters(problem, names: Sequence[str] = None):
-    """Validate a problem and the parameter names to use; returns (problem, names, gradients).
-
-    ``problem`` may be a :class:`GradientProblem` or the tuple
-    ``(objective, parameters, gradients)``. Every selected parameter must be
-    a writable float64, float32 or bfloat16 array of finite values, with a
-    finite analytic gradient of the same shape (the whole arrays move; a
-    real scalar stands for the gradient of a 0-d parameter), and share no
-    memory with any other parameter. ``gradients`` maps each selected name
-    to its validated gradient array.
-    """
-    problem = as_problem(problem, reference="the Taylor test's problem")
-    names = selected_names(problem.parameters, problem.gradients, names)
-    gradients = {}
-    for name in names:
-        try:
-            _, gradient = parameter_and_gradient(problem.parameters[name], problem.gradients[name])
-            _reject_non_finite(problem.parameters[name], lambda value: NonFinitePoint(point=value))
-            _reject_non_finite(gradient, lambda value: NonFiniteAnalyticGradient(value=value))
-        except GradCheckError as error:
-            raise AtParameter(parameter=name, source=error) from error
-        gradients[name] = gradient
-    reject_shared_memory(problem.parameters, names)
-    return problem, tuple(names), gradients
-
-
-def _reject_non_finite(values: np.ndarray, error) -> None:
-    values = values.astype(np.float64)
-    finite = np.isfinite(values)
-    if not finite.all():
-        index = tuple(int(i) for i in np.argwhere(~finite)[0])
-        raise AtCoordinate(coordinate=list(index), source=error(float(values[index])))
 
 
 def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:
@@ -367,123 +326,36 @@ def taylor_test(
         non-scalar f(x). Exceptions from the objective propagate unchanged,
         with every parameter restored bit-exactly.
     """
-    problem, names, validated_gradients = selected_parameters(problem, names)
-    parameters = problem.parameters
-    if direction is None:
-        unit = taylor_direction(parameters, names, seed)
-        description = "splitmix64"
-    else:
-        unit = {}
-        for name in names:
-            values = np.asarray(direction[name], dtype=np.float64) if name in direction else None
-            if values is None or values.shape != parameters[name].shape:
-                raise GradientShapeMismatch(
-                    parameters=list(parameters[name].shape),
-                    analytic=[] if values is None else list(values.shape),
-                )
-            unit[name] = values
-        unit = _normalized(unit)
-        description, seed = "given", -1
-    if steps is None:
-        steps = default_taylor_steps(parameters, names)
-    else:
-        steps = validate_steps(steps)
+    problem = as_problem(problem, reference="the Taylor test's problem")
+    names = tuple(selected_names(problem.parameters, problem.gradients, names))
+    gradients = validated_whole_gradients(problem, names)
+    direction = _unit_direction(problem.parameters, names, seed, direction)
+    steps = default_taylor_steps(problem.parameters, names) if steps is None else validate_steps(steps)
+    return _measure_and_judge(problem, names, gradients, direction, steps)
 
-    arrays = {name: parameters[name] for name in names}
-    saved = {name: array.copy() for name, array in arrays.items()}
-    origin = {name: array.astype(np.float64) for name, array in arrays.items()}
-    gradients = {name: validated_gradients[name].astype(np.float64) for name in names}
+
+def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple, steps: tuple) -> TaylorResult:
+    """Walk along the validated ``(unit, description, seed)`` direction, fit the remainder's order, judge it."""
+    unit, description, seed = direction
+    gradients = {name: gradient.astype(np.float64) for name, gradient in gradients.items()}
     directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
-    parameter_epsilon = max(probe_dtype(array.dtype).epsilon for array in arrays.values())
-
-    def restore():
-        for name, array in arrays.items():
-            array[...] = saved[name]
-
-    points = []
-    try:
-        returned = problem.objective(parameters)
-        center = real_scalar("center", returned)
-        if not math.isfinite(center):
-            raise NonFiniteEvaluation(side="center", value=center)
-        epsilon = max(parameter_epsilon, _value_epsilon(returned))
-        for step in steps:
-            moved, deltas = {}, {}
-            with np.errstate(over="ignore", invalid="ignore"):
-                for name in names:
-                    moved[name] = (origin[name] + step * unit[name]).astype(arrays[name].dtype)
-                    deltas[name] = moved[name].astype(np.float64) - origin[name]
-            finite = all(np.isfinite(delta).all() for delta in deltas.values())
-            norm = _norm(list(deltas.values())) if finite else math.inf
-            if not finite or norm == 0.0:
-                state = "non-finite displacement" if not finite else "unchanged"
-                points.append(TaylorPoint(step, norm, math.nan, math.nan, math.nan, math.nan, math.nan, state, False, False))
-                continue
-            try:
-                for name, array in arrays.items():
-                    array[...] = moved[name]
-                value = real_scalar("plus", problem.objective(parameters))
-            finally:
-                restore()
-            linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in names)
-            linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in names)
-            if not math.isfinite(value):
-                points.append(
-                    TaylorPoint(step, norm, value, linear, math.nan, math.nan, math.nan, "non-finite value", False, False)
-                )
-                continue
-            remainder = (value - center) - linear
-            floor = epsilon * (abs(center) + abs(value)) + 2.0**-52 * linear_size
-            points.append(
-                TaylorPoint(
-                    step=step,
-                    displacement_norm=norm,
-                    value=value,
-                    linear_term=linear,
-                    remainder=remainder,
-                    absolute_remainder=abs(remainder),
-                    rounding_floor=floor,
-                    state="ok",
-                    usable=abs(remainder) >= ROUNDING_MARGIN * floor,
-                    in_fit=False,
-                )
-            )
-        final = real_scalar("center", problem.objective(parameters))
-    finally:
-        restore()
-
-    deterministic = same_bits(final, center)
+    center, final, epsilon, points = _walk_along_direction(problem, names, unit, gradients, steps)
     order, window, reason = _fit_order(points)
-    points = [
-        dataclasses.replace(point, in_fit=True) if index in window else point
-        for index, point in enumerate(points)
-    ]
+    points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
     evaluated = [point for point in points if point.state == "ok"]
     limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
     detection_limit = min(limits) if limits else math.inf
-
+    deterministic = same_bits(final, center)
     if not deterministic:
         verdict, reason = "fail", "nondeterministic objective"
     elif len(evaluated) < MIN_FIT_POINTS:
         verdict, reason = "inconclusive", "too few evaluated points"
-    elif reason == "rounding level":
-        within = detection_limit <= math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
-        verdict = "pass" if within else "inconclusive"
-        reason = "rounding level" if within else "rounding level above the detection threshold"
-    elif reason is not None:
-        verdict = "inconclusive"
-    elif order >= PASS_ORDER:
-        verdict, reason = "pass", "second order"
-    elif order >= SHRINK_ORDER and order <= FAIL_ORDER:
-        verdict, reason = "fail", "first order"
-    elif order < SHRINK_ORDER:
-        verdict, reason = "inconclusive", "remainder does not shrink"
     else:
-        verdict, reason = "inconclusive", "between first and second order"
-
+        threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
+        verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
     return TaylorResult(
         parameters=names,
-        dtypes=tuple(str(arrays[name].dtype) for name in names),
+        dtypes=tuple(str(problem.parameters[name].dtype) for name in names),
         direction=description,
         seed=seed,
         center_value=center,
@@ -501,3 +373,114 @@ def taylor_test(
         reason=reason,
         passed=verdict == "pass",
     )
+
+
+def _unit_direction(parameters: Mapping, names: tuple, seed: int, direction) -> tuple:
+    """(unit direction, how it was made, the seed recorded): the seeded splitmix64 one, or ``direction`` normalized."""
+    if direction is None:
+        return taylor_direction(parameters, names, seed), "splitmix64", seed
+    given = {}
+    for name in names:
+        values = np.asarray(direction[name], dtype=np.float64) if name in direction else None
+        if values is None or values.shape != parameters[name].shape:
+            raise GradientShapeMismatch(
+                parameters=list(parameters[name].shape),
+                analytic=[] if values is None else list(values.shape),
+            )
+        given[name] = values
+    return _normalized(given), "given", -1
+
+
+def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:
+    """f(x), then f(fl(x + h·d)) at every step, then f(x) again: (center, final center, ε_f, TaylorPoints).
+
+    Every moved parameter is written back bit-exactly after every call and on every path.
+    """
+    arrays = {name: problem.parameters[name] for name in names}
+    saved = {name: array.copy() for name, array in arrays.items()}
+    origin = {name: array.astype(np.float64) for name, array in arrays.items()}
+    parameter_epsilon = max(probe_dtype(array.dtype).epsilon for array in arrays.values())
+
+    def restore():
+        for name, array in arrays.items():
+            array[...] = saved[name]
+
+    points = []
+    try:
+        returned = problem.objective(problem.parameters)
+        center = real_scalar("center", returned)
+        if not math.isfinite(center):
+            raise NonFiniteEvaluation(side="center", value=center)
+        epsilon = max(parameter_epsilon, _value_epsilon(returned))
+        for step in steps:
+            moved, deltas, norm, state = _displacement(arrays, origin, unit, step)
+            if state != "ok":
+                points.append(TaylorPoint(step=step, displacement_norm=norm, state=state))
+                continue
+            try:
+                for name, array in arrays.items():
+                    array[...] = moved[name]
+                value = real_scalar("plus", problem.objective(problem.parameters))
+            finally:
+                restore()
+            points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
+        final = real_scalar("center", problem.objective(problem.parameters))
+    finally:
+        restore()
+    return center, final, epsilon, points
+
+
+def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
+    """fl(x + h·d) in each parameter's own dtype, Δ = that − x in float64, ‖Δ‖, and the state it leaves."""
+    moved, deltas = {}, {}
+    with np.errstate(over="ignore", invalid="ignore"):
+        for name, array in arrays.items():
+            moved[name] = (origin[name] + step * unit[name]).astype(array.dtype)
+            deltas[name] = moved[name].astype(np.float64) - origin[name]
+    if not all(np.isfinite(delta).all() for delta in deltas.values()):
+        return moved, deltas, math.inf, "non-finite displacement"
+    norm = _norm(list(deltas.values()))
+    return moved, deltas, norm, "unchanged" if norm == 0.0 else "ok"
+
+
+def _evaluated_point(step, norm, value, center, epsilon, gradients, deltas) -> TaylorPoint:
+    """The remainder R(h) = f(x + Δ) − f(x) − Σ g·Δ at one evaluated step, and its rounding floor ρ."""
+    linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in deltas)
+    linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in deltas)
+    if not math.isfinite(value):
+        return TaylorPoint(step=step, displacement_norm=norm, value=value, linear_term=linear, state="non-finite value")
+    remainder = (value - center) - linear
+    floor = epsilon * (abs(center) + abs(value)) + 2.0**-52 * linear_size
+    return TaylorPoint(
+        step=step,
+        displacement_norm=norm,
+        value=value,
+        linear_term=linear,
+        remainder=remainder,
+        absolute_remainder=abs(remainder),
+        rounding_floor=floor,
+        state="ok",
+        usable=abs(remainder) >= ROUNDING_MARGIN * floor,
+    )
+
+
+def _fit_verdict(order: float, reason, detection_limit: float, threshold: float) -> tuple:
+    """(verdict, reason) from the fit: no usable point passes only when the detection limit is within ``threshold``."""
+    if reason == "rounding level":
+        if detection_limit <= threshold:
+            return "pass", "rounding level"
+        return "inconclusive", "rounding level above the detection threshold"
+    if reason is not None:
+        return "inconclusive", reason
+    return _order_verdict(order)
+
+
+def _order_verdict(order: float) -> tuple:
+    """(verdict, reason) from the fitted order of the remainder."""
+    if order >= PASS_ORDER:
+        return "pass", "second order"
+    if SHRINK_ORDER <= order <= FAIL_ORDER:
+        return "fail", "first order"
+    if order < SHRINK_ORDER:
+        return "inconclusive", "remainder does not shrink"
+    return "inconclusive", "between first and second order"

@@ -40,7 +40,7 @@ from .estimator import (
     validate_step,
     validate_tolerance,
 )
-from .records import Record, record
+from .records import Record
 from .sampling import (
     SampledCoordinate,
     coordinate_from_offset,
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CoordinateGradientCheck(Record):
     """The central difference and comparison at one selected coordinate."""
 
@@ -74,7 +74,7 @@ class CoordinateGradientCheck(Record):
     comparison: GradientComparison
 
 
-@record
+@dataclass(frozen=True)
 class TensorGradientCheck(Record):
     """Every selected coordinate's check; ``passed`` when all of them passed."""
 
@@ -84,8 +84,8 @@ class TensorGradientCheck(Record):
     checks: tuple
 
 
-@dataclass(frozen=True)
-class PlannedCoordinate:
+@dataclass(frozen=True, slots=True)
+class PlannedCoordinate(Record):
     """One selected coordinate, validated before the first objective call.
 
     ``point`` is θ as stored, ``analytic`` the candidate there (both finite),
@@ -101,7 +101,7 @@ class PlannedCoordinate:
     geometry: Optional[ProbeGeometry]
 
 
-def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
+def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
     """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error."""
     if not isinstance(parameters, np.ndarray):
         raise NotAnArray(role=role, type_name=type(parameters).__name__)
@@ -111,17 +111,17 @@ def writable_parameters(parameters, role: str = "parameters") -> ProbeDtype:
     return dtype
 
 
-def real_analytic(analytic, role: str = "analytic") -> np.ndarray:
-    """``analytic`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
-    if not isinstance(analytic, np.ndarray):
-        raise NotAnArray(role=role, type_name=type(analytic).__name__)
-    real = analytic.dtype.kind in "fiu" and analytic.dtype.itemsize <= 8
-    if not (real or analytic.dtype.name == "bfloat16"):
-        raise UnsupportedDtype(role=role, dtype=str(analytic.dtype), expected="a real float64-representable dtype")
-    return analytic
+def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
+    """``gradient`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
+    if not isinstance(gradient, np.ndarray):
+        raise NotAnArray(role=role, type_name=type(gradient).__name__)
+    real = gradient.dtype.kind in "fiu" and gradient.dtype.itemsize <= 8
+    if not (real or gradient.dtype.name == "bfloat16"):
+        raise UnsupportedDtype(role=role, dtype=str(gradient.dtype), expected="a real float64-representable dtype")
+    return gradient
 
 
-def parameter_and_gradient(parameters, analytic) -> tuple:
+def parameter_and_gradient(parameters, gradient) -> tuple:
     """Validate one parameter array and its analytic gradient; return (ProbeDtype, gradient array).
 
     The parameters must be a writable float64, float32 or bfloat16 array;
@@ -129,13 +129,13 @@ def parameter_and_gradient(parameters, analytic) -> tuple:
     0-d parameter: ``np.cos(np.array(0.0))`` is one, and is returned as a
     0-d array).
     """
-    dtype = writable_parameters(parameters)
-    if isinstance(analytic, (np.generic, float, int)) and not isinstance(analytic, bool):
-        analytic = np.asarray(analytic)
-    analytic = real_analytic(analytic)
-    if parameters.shape != analytic.shape:
-        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(analytic.shape))
-    return dtype, analytic
+    dtype = writable_probe_dtype(parameters)
+    if isinstance(gradient, (np.generic, float, int)) and not isinstance(gradient, bool):
+        gradient = np.asarray(gradient)
+    gradient = real_gradient(gradient)
+    if parameters.shape != gradient.shape:
+        raise GradientShapeMismatch(parameters=list(parameters.shape), analytic=list(gradient.shape))
+    return dtype, gradient
 
 
 def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
@@ -153,7 +153,7 @@ def finite_point(parameters: np.ndarray, index: tuple) -> float:
 
 def plan_coordinates(
     parameters: np.ndarray,
-    analytic: np.ndarray,
+    gradient: np.ndarray,
     samples,
     dtype: ProbeDtype,
     step: Optional[float] = None,
@@ -170,7 +170,7 @@ def plan_coordinates(
 
     Parameters
     ----------
-    parameters, analytic : np.ndarray, same shape
+    parameters, gradient : np.ndarray, same shape
         Already validated by :func:`parameter_and_gradient`.
     samples : iterable of SampledCoordinate
     dtype : ProbeDtype
@@ -195,7 +195,7 @@ def plan_coordinates(
             if probes:
                 coordinate_step = dtype.default_step(point) if step is None else step
                 geometry = dtype_perturbations(point, coordinate_step, dtype)
-            analytic_value = float(analytic[index])
+            analytic_value = float(gradient[index])
             if not math.isfinite(analytic_value):
                 raise NonFiniteAnalyticGradient(value=analytic_value)
         except GradCheckError as error:
@@ -291,20 +291,21 @@ def sampled_tensor_gradient_check(
     max_samples = validate_samples(max_samples)
     samples = sample_tensor_coordinates(parameters.shape, max_samples)
     planned = plan_coordinates(parameters, analytic, samples, dtype, step)
-
-    checks = []
-    for coordinate in planned:
-        difference = probe_coordinate(parameters, coordinate, objective)
-        try:
-            comparison = compare_gradients(coordinate.analytic, difference.derivative, tolerance)
-        except GradCheckError as error:
-            raise at_coordinate(coordinate.sample.coordinate, error) from error
-        sample = coordinate.sample
-        checks.append(CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison))
-
+    checks = [_coordinate_gradient_check(parameters, coordinate, tolerance, objective) for coordinate in planned]
     return TensorGradientCheck(
         shape=tuple(parameters.shape),
         requested_samples=max_samples,
         passed=all(check.comparison.passed for check in checks),
         checks=tuple(checks),
     )
+
+
+def _coordinate_gradient_check(parameters, planned: PlannedCoordinate, tolerance: float, objective):
+    """Probe one planned coordinate and compare its analytic value; errors come wrapped in AtCoordinate."""
+    difference = probe_coordinate(parameters, planned, objective)
+    try:
+        comparison = compare_gradients(planned.analytic, difference.derivative, tolerance)
+    except GradCheckError as error:
+        raise at_coordinate(planned.sample.coordinate, error) from error
+    sample = planned.sample
+    return CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison)

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
 from .formatting import rust_list
-from .render import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
 
 __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
 

@@ -112,7 +112,7 @@ CLOSED_FORM_CASES = {
 def advice_distance(name):
     """(advice, truly best step, decades between them, actual-error ratio) for one case."""
     point, function, derivative, dtype = CLOSED_FORM_CASES[name]
-    advice = advise_step(point, function, dtype=dtype)
+    advice = advise_step(function, point, dtype=dtype)
     best_step, best_error = brute_force_best_step(point, function, derivative, dtype)
     advised_error = actual_error(point, advice.advised_step, function, derivative, dtype)
     return advice, best_step, math.log10(advice.advised_step / best_step), advised_error / best_error
@@ -128,7 +128,7 @@ def test_advised_step_is_near_the_truly_best_step(name):
 
 
 def test_float32_advice_probes_in_float32():
-    advice = advise_step(1.0, _float32(np.exp), dtype="float32")
+    advice = advise_step(_float32(np.exp), 1.0, dtype="float32")
     assert advice.dtype == "float32"
     assert advice.epsilon == 2.0**-23
     for estimate in advice.estimates:
@@ -151,7 +151,7 @@ def test_float32_advice_rounds_the_exact_probe_once():
     step = 2.0**-24 + 2.0**-76
     assert 1.0 + step == 1.0 + 2.0**-24 and float(np.float32(1.0 + step)) == 1.0
     steps = [2.0**-21, 2.0**-22, step]
-    advice = advise_step(1.0, quadratic, dtype="float32", steps=steps)
+    advice = advise_step(quadratic, 1.0, dtype="float32", steps=steps)
     assert advice.rejected == ()
     float32 = probe_dtype("float32")
     for requested, estimate in zip(steps, advice.estimates, strict=True):
@@ -166,16 +166,16 @@ def test_float32_advice_rounds_the_exact_probe_once():
 
 def test_advice_takes_epsilon_and_name_from_the_probe_dtype():
     for name in ("float64", "float32", "bfloat16"):
-        advice = advise_step(1.0, quadratic, dtype=name, steps=[2.0**-3, 2.0**-4])
+        advice = advise_step(quadratic, 1.0, dtype=name, steps=[2.0**-3, 2.0**-4])
         assert (advice.dtype, advice.epsilon) == (name, probe_dtype(name).epsilon)
-    assert advise_step(1.0, quadratic, dtype=np.float32, steps=[2.0**-3, 2.0**-4]).dtype == "float32"
+    assert advise_step(quadratic, 1.0, dtype=np.float32, steps=[2.0**-3, 2.0**-4]).dtype == "float32"
 
 
 def test_cubic_richardson_estimate_is_the_exact_truncation_error():
     # The cubic's three-point error is exactly h₋h₊·g‴/6 = h₋h₊, so in the
     # truncation regime the Richardson estimate must equal the actual spacing
     # product (to rounding) — and the actual error, without using 4.75.
-    advice = advise_step(CUBIC_POINT, cubic)
+    advice = advise_step(cubic, CUBIC_POINT)
     large = [estimate for estimate in advice.estimates if estimate.requested_step >= 1e-3]
     assert large and all(estimate.regime == "truncation" for estimate in large)
     for estimate in large:
@@ -190,7 +190,7 @@ def test_richardson_uses_the_actual_float32_spacings():
     # differs from the requested h² by 1.4e-5 to 1.4e-4 relative; the
     # Richardson estimate built on the actual products recovers the error to
     # 1e-6, which the requested h² could not.
-    advice = advise_step(CUBIC_POINT, cubic, dtype="float32", steps=[3e-3, 1.5e-3, 7.5e-4])
+    advice = advise_step(cubic, CUBIC_POINT, dtype="float32", steps=[3e-3, 1.5e-3, 7.5e-4])
     for estimate in advice.estimates:
         product = estimate.difference.minus_spacing * estimate.difference.plus_spacing
         assert abs(product / estimate.requested_step**2 - 1.0) > 1e-5
@@ -199,7 +199,7 @@ def test_richardson_uses_the_actual_float32_spacings():
 
 
 def test_regimes_split_at_the_advised_step():
-    advice = advise_step(CUBIC_POINT, cubic)
+    advice = advise_step(cubic, CUBIC_POINT)
     regimes = [estimate.regime for estimate in advice.estimates]
     advised = regimes.index("advised")
     assert regimes.count("advised") == 1
@@ -213,7 +213,7 @@ def test_regimes_split_at_the_advised_step():
 
 
 def test_rounding_floor_is_epsilon_f_over_the_actual_spacing():
-    advice = advise_step(CUBIC_POINT, cubic)
+    advice = advise_step(cubic, CUBIC_POINT)
     for estimate in advice.estimates:
         difference = estimate.difference
         assert difference.stencil == "symmetric"
@@ -225,7 +225,7 @@ def test_rounding_floor_is_epsilon_f_over_the_actual_spacing():
 def test_zero_third_derivative_advises_the_largest_step(function, point):
     # The three-point estimate of a quadratic or a line is exact up to
     # rounding, which shrinks as the step grows: the largest step is best.
-    advice = advise_step(point, function)
+    advice = advise_step(function, point)
     assert advice.advised_step == advice.estimates[0].requested_step
     assert advice.advised_at_edge
     assert [estimate.regime for estimate in advice.estimates[1:]] == ["rounding"] * (len(advice.estimates) - 1)
@@ -266,20 +266,20 @@ def test_geometric_steps():
 
 def test_explicit_steps_are_used_in_order():
     steps = geometric_steps(1e-1, 1e-9, 0.1)
-    advice = advise_step(CUBIC_POINT, cubic, steps=steps)
+    advice = advise_step(cubic, CUBIC_POINT, steps=steps)
     assert tuple(estimate.requested_step for estimate in advice.estimates) == steps
 
 
 @pytest.mark.parametrize("steps", [[1e-3], [1e-3, 1e-3], [1e-5, 1e-3]])
 def test_step_sequence_must_be_strictly_decreasing(steps):
     with pytest.raises(InvalidStepSequence) as caught:
-        advise_step(1.0, cubic, steps=steps)
+        advise_step(cubic, 1.0, steps=steps)
     assert "strictly decreasing" in str(caught.value)
 
 
 def test_invalid_step_is_the_chapters_error():
     with pytest.raises(InvalidStep) as caught:
-        advise_step(1.0, cubic, steps=[1e-3, 0.0])
+        advise_step(cubic, 1.0, steps=[1e-3, 0.0])
     assert str(caught.value) == "central-difference requested step 0.0 must be positive and finite"
 
 
@@ -288,7 +288,7 @@ def test_rejected_steps_are_recorded_and_skipped():
         return math.log(point) if point > 0.0 else math.nan
 
     steps = geometric_steps(1e-2, 1e-10)
-    advice = advise_step(1e-3, log_or_nan, steps=steps)
+    advice = advise_step(log_or_nan, 1e-3, steps=steps)
     # Steps above 1e-3 put the minus probe at or below zero, where log is NaN.
     assert [rejected.requested_step for rejected in advice.rejected] == [1e-2, 5e-3, 2.5e-3, 1.25e-3]
     assert all(isinstance(rejected.error, NonFiniteEvaluation) for rejected in advice.rejected)
@@ -302,7 +302,7 @@ def test_rejected_steps_are_recorded_and_skipped():
 
 def test_too_few_accepted_steps():
     with pytest.raises(TooFewAcceptedSteps) as caught:
-        advise_step(1.0, cubic, steps=[1e-3, 1e-20, 1e-21])
+        advise_step(cubic, 1.0, steps=[1e-3, 1e-20, 1e-21])
     assert str(caught.value) == (
         "step advice needs at least two accepted steps with distinct actual spacings, got 1 of 3 requested steps"
     )
@@ -310,7 +310,7 @@ def test_too_few_accepted_steps():
 
 def test_point_must_be_representable_in_the_dtype():
     with pytest.raises(UnrepresentablePoint) as caught:
-        advise_step(0.1, _float32(np.exp), dtype="float32")
+        advise_step(_float32(np.exp), 0.1, dtype="float32")
     assert str(caught.value) == (
         "gradient-check point 0.1 is not representable in float32 (nearest 0.10000000149011612)"
     )
@@ -319,7 +319,7 @@ def test_point_must_be_representable_in_the_dtype():
 @pytest.mark.parametrize("dtype", ["int32", "float16", "complex128"])
 def test_unsupported_dtype(dtype):
     with pytest.raises(UnsupportedDtype):
-        advise_step(1.0, cubic, dtype=dtype)
+        advise_step(cubic, 1.0, dtype=dtype)
 
 
 def test_stateful_objective_is_flagged_nondeterministic():
@@ -329,12 +329,12 @@ def test_stateful_objective_is_flagged_nondeterministic():
         calls.append(point)
         return point * point + 1e-12 * len(calls)
 
-    advice = advise_step(1.0, drifting)
+    advice = advise_step(drifting, 1.0)
     assert not advice.deterministic
 
 
 def test_to_dict_is_json_ready():
-    document = advise_step(CUBIC_POINT, cubic).to_dict()
+    document = advise_step(cubic, CUBIC_POINT).to_dict()
     assert json.loads(json.dumps(document, allow_nan=False)) == document
     assert document["dtype"] == "float64"
     assert document["estimates"][0]["difference"]["requested_step"] == document["estimates"][0]["requested_step"]
@@ -346,9 +346,9 @@ def test_scalar_advice_does_not_import_numpy():
         "import sys\n"
         "from gradcheck_cli.advice import advise_step\n"
         "from gradcheck_cli.chapter import cubic\n"
-        "advice = advise_step(1.5, cubic)\n"
+        "advice = advise_step(cubic, 1.5)\n"
         "assert advice.advised_step > 0\n"
-        "assert advise_step(1.5, cubic, dtype='float32').dtype == 'float32'\n"
+        "assert advise_step(cubic, 1.5, dtype='float32').dtype == 'float32'\n"
         "print('numpy' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -368,14 +368,14 @@ def test_coordinate_advice_equals_the_scalar_advice_of_the_same_function():
         copy[1, 0] = point
         return _exp_sum(copy)
 
-    expected = advise_step(2.0, scalar).to_dict()
-    assert advise_coordinate_step(parameters, (1, 0), _exp_sum).to_dict() == expected
+    expected = advise_step(scalar, 2.0).to_dict()
+    assert advise_coordinate_step(_exp_sum, parameters, (1, 0)).to_dict() == expected
     assert parameters.tobytes() == before
 
 
 def test_coordinate_advice_in_float32_uses_the_arrays_dtype():
     parameters = np.array([0.5, 1.0, -0.25], dtype=np.float32)
-    advice = advise_coordinate_step(parameters, (1,), lambda array: np.sum(np.exp(array)))
+    advice = advise_coordinate_step(lambda array: np.sum(np.exp(array)), parameters, (1,))
     assert advice.dtype == "float32"
     assert 1e-3 < advice.advised_step < 3e-2
     assert parameters.tolist() == [0.5, 1.0, -0.25]
@@ -394,7 +394,7 @@ def test_coordinate_advice_restores_the_array_when_the_objective_raises(exceptio
         return _exp_sum(array)
 
     with pytest.raises(exception):
-        advise_coordinate_step(parameters, (1,), failing)
+        advise_coordinate_step(failing, parameters, (1,))
     assert parameters.tobytes() == before
 
 
@@ -402,7 +402,7 @@ def test_coordinate_advice_rejects_a_read_only_array():
     parameters = np.array([1.0, 2.0])
     parameters.flags.writeable = False
     with pytest.raises(ReadOnlyArray):
-        advise_coordinate_step(parameters, (0,), _exp_sum)
+        advise_coordinate_step(_exp_sum, parameters, (0,))
 
 
 def test_problem_advice_gives_one_step_per_parameter():
@@ -425,14 +425,14 @@ def test_problem_advice_gives_one_step_per_parameter():
     assert advise_problem_steps(problem, names=["bias"]).steps.keys() == {"bias"}
 
 
-# --- the Richardson estimate never multiplies two spacings (B3) ---------------------------------
+# --- the Richardson estimate never multiplies two spacings --------------------------------------
 
 
 def test_huge_spacings_do_not_overflow_the_richardson_estimate():
     # At θ = 1e200 the default steps are about 1e197 to 1e184: h₋·h₊ would overflow to inf for every
     # step, making all "products" equal. The function is linear with slope 1e-200, so every estimate is
     # 1e-200 up to rounding and the truncation estimate is tiny.
-    advice = advise_step(1e200, lambda x: x * 1e-200)
+    advice = advise_step(lambda x: x * 1e-200, 1e200)
     assert len(advice.estimates) == len(default_steps(1e200)) == 43 and advice.rejected == ()
     assert advice.derivative == pytest.approx(1e-200, rel=1e-9)
     assert all(math.isfinite(estimate.truncation_estimate) for estimate in advice.estimates)
@@ -442,7 +442,7 @@ def test_tiny_spacings_do_not_underflow_the_richardson_estimate():
     # h₋·h₊ for 1e-158 and 1e-163 underflows to zero (or a subnormal), which divided by zero before.
     # sin(x) = x to the last bit at these x: every estimate is 1, every Richardson difference 0.
     steps = [1e-150, 1e-158, 1e-163, 1e-170]
-    advice = advise_step(0.0, math.sin, steps=steps)
+    advice = advise_step(math.sin, 0.0, steps=steps)
     assert [estimate.requested_step for estimate in advice.estimates] == steps
     assert advice.derivative == 1.0
     assert [estimate.truncation_estimate for estimate in advice.estimates] == [0.0] * 4

@@ -34,8 +34,8 @@ from gradcheck_cli.cli import (
     EXIT_OK,
     main,
 )
+from gradcheck_cli.cli_errors import ObjectiveRaised
 from gradcheck_cli.dtypes import probe_dtype
-from gradcheck_cli.errors import ObjectiveRaised
 from gradcheck_cli.problem import load_problem
 from gradcheck_cli.taylor import taylor_test
 
@@ -633,12 +633,12 @@ def test_scan_advise_adds_the_advice_to_json():
     assert result.exit_code == EXIT_OK
     assert parse_strictly(result.stdout) == {
         "scan": [record.to_dict() for record in chapter.cubic_step_scan()],
-        "advice": advise_step(chapter.CUBIC_POINT, chapter.cubic).to_dict(),
+        "advice": advise_step(chapter.cubic, chapter.CUBIC_POINT).to_dict(),
     }
 
 
 def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
-    advice = advise_step(chapter.CUBIC_POINT, chapter.cubic)
+    advice = advise_step(chapter.cubic, chapter.CUBIC_POINT)
     output = lines(invoke("scan", "--advise"))
     assert output[: 6 * 4] == lines(invoke("scan"))
     estimates = [line for line in output if re.match(r"advice step \d+ estimate: ", line)]
@@ -651,7 +651,7 @@ def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
 
 def test_scan_advise_at_another_point_advises_there():
     document = parse_strictly(invoke("scan", "--point", "-0.5", "--advise", "--json").stdout)
-    assert document["advice"] == advise_step(-0.5, chapter.cubic).to_dict()
+    assert document["advice"] == advise_step(chapter.cubic, -0.5).to_dict()
 
 
 # ------------------------------------------------------------------ tables

@@ -212,15 +212,15 @@ def test_nll_values_are_libm_arithmetic_bit_for_bit_on_every_chapter_probe():
             assert value == _libm_nll(logits, targets)
 
 
-def test_the_check_and_taylor_defaults_live_in_the_numpy_free_chapter_module():
+def test_the_check_and_taylor_defaults_live_in_a_numpy_free_module():
     # The command line reads them from here without importing numpy (check.py and taylor.py do).
     import subprocess
     import sys
 
-    from gradcheck_cli import chapter
+    from gradcheck_cli import defaults
     from gradcheck_cli.check import DEFAULT_SAMPLES
     from gradcheck_cli.taylor import DEFAULT_SEED
 
-    assert (chapter.CHECK_SAMPLES, chapter.TAYLOR_SEED) == (DEFAULT_SAMPLES, DEFAULT_SEED) == (16, 0)
-    code = "import sys\nfrom gradcheck_cli import chapter\nchapter.CHECK_SAMPLES\nassert 'numpy' not in sys.modules\n"
+    assert (defaults.CHECK_SAMPLES, defaults.TAYLOR_SEED) == (DEFAULT_SAMPLES, DEFAULT_SEED) == (16, 0)
+    code = "import sys\nfrom gradcheck_cli import defaults\nassert 'numpy' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)

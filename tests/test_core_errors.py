@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 import gradcheck_cli
-from gradcheck_cli import errors
+from gradcheck_cli import cli_errors, errors
 from gradcheck_cli.errors import GradCheckError
 
 # One instance of every error class, with the message the chapter's Display would print.
@@ -84,10 +84,10 @@ EXAMPLES = [
     (errors.ProblemFunctionNotFound(source="model.py", function="problem"), "model.py has no function problem"),
     (errors.ProblemFunctionRaised(reference="model.py:problem", error="ValueError: no data"), "model.py:problem() raised ValueError: no data"),
     (errors.NotAProblem(reference="model.py:problem()", returned="a value of type int"), "expected a GradientProblem or (objective, parameters, gradients) from model.py:problem(), got a value of type int"),
-    (errors.CommandLineError(option="--steps", problem="--steps: '1,x' is not a comma-separated list of numbers"), "--steps: '1,x' is not a comma-separated list of numbers"),
-    (errors.InputFileError(option="--logits", path="missing.npy", problem="does not exist"), "--logits file 'missing.npy' does not exist"),
+    (cli_errors.CommandLineError(option="--steps", problem="--steps: '1,x' is not a comma-separated list of numbers"), "--steps: '1,x' is not a comma-separated list of numbers"),
+    (cli_errors.InputFileError(option="--logits", path="missing.npy", problem="does not exist"), "--logits file 'missing.npy' does not exist"),
     (
-        errors.ObjectiveRaised(reference="model.py:problem", error="ZeroDivisionError: division by zero"),
+        cli_errors.ObjectiveRaised(reference="model.py:problem", error="ZeroDivisionError: division by zero"),
         "the objective of model.py:problem raised ZeroDivisionError: division by zero",
     ),
     (
@@ -111,7 +111,10 @@ def test_message_fields_and_dict(error, message):
 
 def test_every_error_class_is_exercised_and_exported():
     classes = {
-        cls for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, GradCheckError)
+        cls
+        for module in (errors, cli_errors)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and issubclass(cls, GradCheckError)
     } - {GradCheckError}
     assert classes == {type(error) for error, _ in EXAMPLES}
     for cls in classes:

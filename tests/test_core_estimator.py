@@ -323,7 +323,7 @@ def test_unequal_stencil_at_powers_of_two(point):
     assert difference.derivative == 1.0
 
 
-# --- complex values of every dtype are refused (B8) ---------------------------------------------
+# --- complex values of every dtype are refused --------------------------------------------------
 
 
 def _numpy_complex_values():
@@ -351,7 +351,7 @@ def test_numpy_real_scalars_are_still_accepted():
         assert central_difference(1.0, 0.5, lambda _: value).center_value == 2.0
 
 
-# --- shared helpers: one bit comparison, one step-sequence validation (D3, D5) ------------------
+# --- shared helpers: one bit comparison, one step-sequence validation ---------------------------
 
 
 def test_same_bits_tells_signed_zeros_apart_and_matches_a_nan_with_itself():

@@ -313,7 +313,7 @@ def test_objective_called_exactly_three_times_per_sample(parameters, samples):
         assert seen[3 * k + 1] == ()
 
 
-# --- the sample count is validated once, for the sampler and both checks (B7) -------------------
+# --- the sample count is validated once, for the sampler and both checks ------------------------
 
 
 def test_a_numpy_sample_count_is_used_as_a_python_int():
@@ -344,7 +344,7 @@ def test_a_bad_sample_count_is_typed(samples, error_type, message):
     assert str(caught.value) == message
 
 
-# --- the tensor check validates its arrays like check_gradients (B9) ----------------------------
+# --- the tensor check validates its arrays like check_gradients ---------------------------------
 
 
 @pytest.mark.parametrize("gradient", [np.float64(3.0), np.float32(3.0), 3.0, 3])

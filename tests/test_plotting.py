@@ -43,7 +43,7 @@ def records():
 
 @pytest.fixture(scope="module")
 def advice():
-    return advise_step(CUBIC_POINT, cubic)
+    return advise_step(cubic, CUBIC_POINT)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_advice_alone_shades_the_advice_regimes(advice):
 def test_zero_errors_are_left_out_of_a_log_axis():
     from gradcheck_cli.scan import step_scan
 
-    records = step_scan(3.0, 6.0, [1.0, 0.5], 1e-6, lambda theta: theta * theta)
+    records = step_scan(lambda theta: theta * theta, 3.0, 6.0, [1.0, 0.5], 1e-6)
     errors = [record.check.comparison.scaled_error for record in records]
     assert 0.0 in errors
     xs, ys = _data(scan_figure(records), "scaled-error")

@@ -417,7 +417,7 @@ def _load_portable():
     return module
 
 
-# --- validation shared with check_gradients (B4, B5) --------------------------------------------
+# --- validation shared with check_gradients -----------------------------------------------------
 
 
 def test_parameters_that_share_memory_are_refused_before_any_call():

@@ -2,7 +2,7 @@
 
 import click
 
-from .. import chapter, render, tables
+from .. import defaults, render, tables
 from ..cli import Report, output_options, run
 from ..estimator import validate_step, validate_tolerance
 from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, problem_argument, user_problem
@@ -27,7 +27,7 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
 @click.option(
     "--samples",
     type=SampleCount(),
-    default=chapter.CHECK_SAMPLES,
+    default=defaults.CHECK_SAMPLES,
     metavar="N|all",
     help="Coordinates per parameter, or all of them.",
 )

@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from ..errors import GradCheckError, InputFileError, ObjectiveRaised, PlottingUnavailable
+from ..cli_errors import InputFileError, ObjectiveRaised
+from ..errors import GradCheckError, PlottingUnavailable, exception_line
 
 __all__ = [
     "NumberList",
@@ -153,7 +154,7 @@ def user_problem(reference: str):
     """
     import dataclasses
 
-    from ..problem import _one_line, load_problem
+    from ..problem import load_problem
 
     raised = []
 
@@ -173,7 +174,7 @@ def user_problem(reference: str):
             yield dataclasses.replace(problem, objective=watched(problem.objective))
         except (Exception, SystemExit) as error:
             if raised and error is raised[-1] and not isinstance(error, GradCheckError):
-                raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
+                raise ObjectiveRaised(reference=reference, error=exception_line(error)) from error
             raise
 
 

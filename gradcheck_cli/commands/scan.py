@@ -56,7 +56,7 @@ def scan(output_format, point, steps, tolerance, advise, plot):
         if advise:
             from ..advice import advise_step
 
-            advice = advise_step(point, chapter.cubic)
+            advice = advise_step(chapter.cubic, point)
         if plot_path is not None:
             from ..plotting import plot_scan
 

@@ -2,7 +2,7 @@
 
 import click
 
-from .. import chapter, render
+from .. import defaults, render
 from ..cli import Report, output_options, run
 from .options import PARAM_OPTION, PLOT_FILE, PROBLEM_HELP, draw_plot, plot_target, problem_argument, user_problem
 
@@ -22,7 +22,7 @@ from .options import PARAM_OPTION, PLOT_FILE, PROBLEM_HELP, draw_plot, plot_targ
 )
 @problem_argument
 @PARAM_OPTION
-@click.option("--seed", type=int, default=chapter.TAYLOR_SEED, help="Selects the deterministic direction d.")
+@click.option("--seed", type=int, default=defaults.TAYLOR_SEED, help="Selects the deterministic direction d.")
 @click.option(
     "--plot",
     type=PLOT_FILE,

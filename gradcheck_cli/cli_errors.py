@@ -1,0 +1,32 @@
+"""The errors only the command line raises: a malformed command line, an unusable input file, a failing objective."""
+
+from .errors import GradCheckError
+
+__all__ = ["CommandLineError", "InputFileError", "ObjectiveRaised"]
+
+
+class CommandLineError(GradCheckError):
+    """The command line is malformed: an unknown option, a missing or malformed value."""
+
+    fields = ("option", "problem")
+
+    def describe(self):
+        return self.problem
+
+
+class InputFileError(GradCheckError):
+    """An input file holds no usable array: unreadable, not .npy or JSON, or not real numbers."""
+
+    fields = ("option", "path", "problem")
+
+    def describe(self):
+        return f"{self.option} file '{self.path}' {self.problem}"
+
+
+class ObjectiveRaised(GradCheckError):
+    """The user's objective raised an exception (not a GradCheckError) during a check."""
+
+    fields = ("reference", "error")
+
+    def describe(self):
+        return f"the objective of {self.reference} raised {self.error}"
