@@ -256,19 +256,27 @@ class _ScalarObjective(torch.autograd.Function):
         return (None, *(grad_output * gradient for gradient in ctx.runner.gradients))
 
 
-class TorchGradcheck:
-    """torch.autograd.gradcheck on a float64 copy of a case, with a given analytic gradient.
+#: torch.autograd.gradcheck's defaults: |a − n| ≤ atol + rtol·|n| for every entry.
+TORCH_ATOL, TORCH_RTOL = 1e-5, 1e-3
 
-    The numerical side probes the case's own objective (the op with the
-    same cotangent, in float64); the analytic side is the gradient handed
-    over (autograd's, or a mutated one), so both checkers judge the same
-    vector against the same function. ``evaluations`` counts forward calls.
+
+class TorchSide:
+    """torch.autograd.gradcheck's view of a case, on a float64 copy of its inputs.
+
+    The function is the case's own objective (the op with the same
+    cotangent, summed in float64). :meth:`gradcheck` runs
+    ``torch.autograd.gradcheck`` for real with a given analytic gradient
+    (through a torch.autograd.Function whose backward returns it) and counts
+    its forward calls. :meth:`probe` makes torch's own central differences
+    f(x ± eps) coordinate by coordinate, as its slow mode does (x − eps and
+    x + eps in float64, divided by 2·eps), so that its verdict on any other
+    gradient is :func:`torch_verdict` of the same numbers — what a rerun of
+    gradcheck would say, since the forward is deterministic.
     """
 
     def __init__(self, case: Case):
         self.case = case
-        self.inputs = [tensor.detach().double().clone().requires_grad_(True) for tensor in case.inputs]
-        self.cotangents = case.cotangents
+        self.inputs = [tensor.detach().double().contiguous().clone() for tensor in case.inputs]
         self.gradients = []
         self.evaluations = 0
 
@@ -282,18 +290,67 @@ class TorchGradcheck:
             )
         return case.objective_value(outputs)
 
-    def check(self, gradients: dict, eps: float = 1e-6):
-        """(passed, evaluations) of torch.autograd.gradcheck at ``eps``, its default tolerances."""
-        self.gradients = [torch.from_numpy(np.asarray(gradients[name], dtype=np.float64)) for name in self.case.names]
+    def reference_gradient(self) -> dict:
+        """Autograd's gradient of f at the float64 copy (for a float32 case, the float64 reference)."""
+        inputs = [tensor.clone().requires_grad_(True) for tensor in self.inputs]
+        arguments, kwargs = self.case.rebuild(inputs, _as_float64)
+        case = self.case
+        flat = flatten_outputs(
+            case.sample.output_process_fn_grad(case.op.gradcheck_wrapper(case.op.get_op(), *arguments, **kwargs))
+        )
+        outputs = [flat[k] for k in case.output_positions]
+        gradients = torch.autograd.grad(outputs, inputs, grad_outputs=case.cotangents, allow_unused=True)
+        return {
+            name: np.zeros(tensor.shape)
+            if gradient is None
+            else gradient.detach().numpy(force=True).reshape(tensor.shape)
+            for name, tensor, gradient in zip(case.names, self.inputs, gradients)
+        }
+
+    def probe(self, eps: float) -> tuple:
+        """(f(x − eps·e_i), f(x), f(x + eps·e_i)) for every coordinate i of every input, flattened."""
+        minus, plus = [], []
+        with torch.no_grad():
+            center = self.value(self.inputs)
+            for tensor in self.inputs:
+                flat = tensor.view(-1)
+                for index in range(flat.numel()):
+                    original = flat[index].item()
+                    flat[index] = original - eps
+                    minus.append(self.value(self.inputs))
+                    flat[index] = original + eps
+                    plus.append(self.value(self.inputs))
+                    flat[index] = original
+        return np.array(minus), center, np.array(plus)
+
+    def gradcheck(self, gradients: dict, eps: float = 1e-6) -> tuple:
+        """(verdict, forward calls) of torch.autograd.gradcheck at ``eps`` and its default tolerances."""
+        self.gradients = [
+            torch.from_numpy(np.asarray(gradients[name], dtype=np.float64).reshape(tensor.shape))
+            for name, tensor in zip(self.case.names, self.inputs)
+        ]
         self.evaluations = 0
+        inputs = tuple(tensor.clone().requires_grad_(True) for tensor in self.inputs)
         try:
             passed = torch.autograd.gradcheck(
                 lambda *tensors: _ScalarObjective.apply(self, *tensors),
-                tuple(self.inputs),
+                inputs,
                 eps=eps,
                 fast_mode=False,
                 raise_exception=False,
             )
-        except Exception:  # the op raised at one of torch's probes
+        except Exception:  # noqa: BLE001 - the op raised at one of torch's probes: any exception type
             return "error", self.evaluations
         return ("passed" if passed else "failed"), self.evaluations
+
+
+def flat_gradient(case: Case, gradients: dict) -> np.ndarray:
+    """Every input's gradient, flattened in the order :meth:`TorchSide.probe` visits them."""
+    return np.concatenate([np.asarray(gradients[name], dtype=np.float64).reshape(-1) for name in case.names])
+
+
+def torch_verdict(analytic: np.ndarray, numerical: np.ndarray) -> str:
+    """torch.allclose(analytic, numerical, rtol, atol) as gradcheck applies it."""
+    with np.errstate(invalid="ignore"):
+        close = np.abs(analytic - numerical) <= TORCH_ATOL + TORCH_RTOL * np.abs(numerical)
+    return "passed" if bool(np.all(close)) else "failed"

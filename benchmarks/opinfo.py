@@ -205,33 +205,78 @@ def magnitude(case) -> float:
     )
 
 
+#: The probe steps of the smooth-point rule: torch.autograd.gradcheck's default, and 100× it.
+SMALL_EPS, LARGE_EPS = 1e-6, 1e-4
+#: One-sided slopes at SMALL_EPS may differ by this relative amount (curvature |f″| up to 1e4) plus rounding.
+JUMP_TOLERANCE = 1e-2
+
+
+def torch_evidence(case) -> dict:
+    """torch's central differences at two steps, the smooth-point class, and what a verdict needs.
+
+    ``smoothness`` is "smooth" (torch's criterion holds for autograd's
+    float64 gradient at eps 1e-6 and at 1e-4, and no one-sided jump at
+    1e-6), "ill-conditioned" (continuous, but only one of the two steps
+    resolves the gradient) or "rejected" (neither step does, a jump, or the
+    op raised at a probe). See docs/opinfo.md.
+    """
+    from _opinfo_cases import TorchSide, flat_gradient, torch_verdict
+
+    side = TorchSide(case)
+    try:
+        reference = flat_gradient(case, side.reference_gradient())
+        minus, center, plus = side.probe(SMALL_EPS)
+        large_minus, _, large_plus = side.probe(LARGE_EPS)
+    except Exception as error:  # noqa: BLE001 - any exception of the op at a probe
+        note = f"{type(error).__name__} at a probe"
+        return {"side": side, "numerical": None, "smoothness": "rejected", "smoothness_note": note}
+    numerical = (plus - minus) / (2 * SMALL_EPS)
+    at_small = torch_verdict(reference, numerical)
+    at_large = torch_verdict(reference, (large_plus - large_minus) / (2 * LARGE_EPS))
+    with np.errstate(invalid="ignore"):
+        jump = np.abs((plus - center) - (center - minus)) / SMALL_EPS
+        rounding = 4 * np.finfo(np.float64).eps * magnitude(case) / SMALL_EPS
+        continuous = bool(np.all(jump <= JUMP_TOLERANCE * np.maximum(1.0, np.abs(numerical)) + rounding))
+    passes = (at_small, at_large).count("passed")
+    if continuous and passes == 2:
+        smoothness = "smooth"
+    elif continuous and passes == 1:
+        smoothness = "ill-conditioned"
+    else:
+        smoothness = "rejected"
+    note = f"torch's criterion at eps 1e-6: {at_small}, at 1e-4: {at_large}; one-sided jump: {not continuous}"
+    return {"side": side, "numerical": numerical, "smoothness": smoothness, "smoothness_note": note}
+
+
 def run_case(case, distinct: int, spread: float) -> list:
     """Every outcome of one case: the correct gradient, then each mutation (float64: torch's too).
 
     ``distinct`` and ``spread`` describe f at the center over repeated calls (:func:`forward_spread`).
     """
-    from _opinfo_cases import TorchGradcheck
+    from _opinfo_cases import flat_gradient, torch_verdict
 
-    torch_check = TorchGradcheck(case)
-    torch_correct, torch_evaluations = torch_check.check(case.gradients)
-    torch_large_step, _ = torch_check.check(case.gradients, eps=1e-4)
+    evidence = torch_evidence(case)
     common = {
         "op": case.op_name,
         "sample_index": case.sample_index,
         "dtype": case.dtype,
         "shapes": {name: list(tensor.shape) for name, tensor in zip(case.names, case.inputs)},
         "elements": case.elements,
-        "smooth": torch_correct == "passed" and torch_large_step == "passed",
-        "torch_correct_eps_1e-6": torch_correct,
-        "torch_correct_eps_1e-4": torch_large_step,
+        "smoothness": evidence["smoothness"],
+        "smooth": evidence["smoothness"] == "smooth",
+        "smoothness_note": evidence["smoothness_note"],
         "center_distinct_values": distinct,
         "center_relative_spread": spread,
         "magnitude": magnitude(case),
         "max_abs_gradient": max(float(np.max(np.abs(value), initial=0.0)) for value in case.gradients.values()),
     }
+    torch_side = case.dtype == "float64"
     outcomes = [{**common, "mutation": "none", **check_once(case, case.gradients)}]
-    if case.dtype == "float64":
-        outcomes[0]["torch"] = {"verdict": torch_correct, "evaluations": torch_evaluations}
+    if torch_side:
+        verdict, evaluations = evidence["side"].gradcheck(case.gradients)
+        outcomes[0]["torch"] = {"verdict": verdict, "evaluations": evaluations}
+        if evidence["numerical"] is not None:
+            outcomes[0]["torch"]["replica"] = torch_verdict(flat_gradient(case, case.gradients), evidence["numerical"])
     for mutation, gradients, target in mutated(case):
         outcome = {**common, "mutation": mutation, "target": target}
         if gradients is None:
@@ -241,9 +286,10 @@ def run_case(case, distinct: int, spread: float) -> list:
             if target is not None and "checked_flat_indices" in outcome:
                 target_checked = target["flat_index"] in outcome["checked_flat_indices"].get(target["parameter"], [])
                 outcome["target_checked"] = target_checked
-            if case.dtype == "float64":
-                verdict, evaluations = torch_check.check(gradients)
-                outcome["torch"] = {"verdict": verdict, "evaluations": evaluations}
+            if torch_side:
+                numerical = evidence["numerical"]
+                verdict = "error" if numerical is None else torch_verdict(flat_gradient(case, gradients), numerical)
+                outcome["torch"] = {"verdict": verdict, "evaluations": outcomes[0]["torch"]["evaluations"]}
         outcomes.append(outcome)
     return outcomes
 
@@ -296,14 +342,32 @@ def verdict_counts(outcomes: list, key=lambda outcome: outcome["verdict"]) -> di
     return counts
 
 
+SMOOTHNESS = ("smooth", "ill-conditioned", "rejected")
+
+
 def correct_rows(correct: list) -> list:
-    """One row for all correct cases and one for those at smooth points."""
+    """One row for all correct cases, then one per smooth-point class."""
     rows = []
-    for label, subset in (("all", correct), ("smooth", [o for o in correct if o["smooth"]])):
+    subsets = [("all", correct)] + [(label, [o for o in correct if o["smoothness"] == label]) for label in SMOOTHNESS]
+    for label, subset in subsets:
         counts = verdict_counts(subset)
         evaluations = sum(o["evaluations"] for o in subset) / len(subset) if subset else math.nan
         rows.append([label, len(subset), *(rate(counts[v], len(subset)) for v in VERDICTS), f"{evaluations:.1f}"])
     return rows
+
+
+def cause(outcome: dict) -> str:
+    """Why a check did not pass: "impure", "comparison", "kink" (kinks only), "error" or the verdict."""
+    if outcome["verdict"] == "error":
+        return "error"
+    if outcome.get("impurities"):
+        return "impure"
+    kinds = {failure["verdict"] for failure in outcome.get("failures", [])}
+    if "failed" in kinds:
+        return "comparison"
+    if kinds == {"suspected kink"}:
+        return "kink"
+    return outcome["verdict"]
 
 
 def mutation_rows(outcomes: list, torch_side: bool) -> list:
@@ -325,8 +389,8 @@ def mutation_rows(outcomes: list, torch_side: bool) -> list:
 def print_tables(dtype: str, outcomes: list, left_out: dict, seconds: float) -> None:
     correct = [o for o in outcomes if o["mutation"] == "none"]
     ops = {o["op"] for o in correct}
-    smooth = sum(1 for o in correct if o["smooth"])
-    print(f"\n--- {dtype}: {len(ops)} ops, {len(correct)} cases, {smooth} smooth ({seconds:.0f} s) ---")
+    classes = ", ".join(f"{sum(1 for o in correct if o['smoothness'] == label)} {label}" for label in SMOOTHNESS)
+    print(f"\n--- {dtype}: {len(ops)} ops, {len(correct)} cases: {classes} ({seconds:.0f} s) ---")
     print(
         f"left out: ops {left_out['ops_out_of_scope']}; samples {left_out['samples_left_out']}; "
         f"slow forward {left_out['slow_forward']}"
@@ -351,6 +415,9 @@ def print_tables(dtype: str, outcomes: list, left_out: dict, seconds: float) -> 
                 ["mutation", "n", "skipped (unchanged)", *VERDICTS, "evaluations/case"], mutation_rows(outcomes, True)
             )
         )
+        replicas = [o["torch"] for o in correct if "replica" in o["torch"]]
+        agree = sum(1 for t in replicas if t["replica"] == t["verdict"])
+        print(f"torch's criterion replayed on its own probes agrees with the real run on {agree}/{len(replicas)} cases")
     print_digest(correct, outcomes)
 
 
@@ -359,11 +426,14 @@ def print_digest(correct: list, outcomes: list) -> None:
     not_passed = {}
     for o in correct:
         if o["verdict"] != "passed":
-            key = f"{o['op']}[{o['sample_index']}]" + ("" if o["smooth"] else " (non-smooth)")
-            not_passed[key] = o["verdict"]
-    print(
-        f"\ncorrect gradients not passed ({len(not_passed)}): " + ", ".join(f"{k}={v}" for k, v in not_passed.items())
-    )
+            not_passed[f"{o['op']}[{o['sample_index']}]"] = f"{o['verdict']} ({o['smoothness']}, {cause(o)})"
+    causes = {}
+    for o in correct:
+        if o["verdict"] != "passed":
+            causes[(o["smoothness"], cause(o))] = causes.get((o["smoothness"], cause(o)), 0) + 1
+    summary = ", ".join(f"{label} {kind}: {count}" for (label, kind), count in sorted(causes.items()))
+    print(f"\ncorrect gradients not passed, by class and cause: {summary or 'none'}")
+    print(f"correct gradients not passed ({len(not_passed)}): " + ", ".join(f"{k} {v}" for k, v in not_passed.items()))
     for mutation in MUTATIONS:
         passed = [
             f"{o['op']}[{o['sample_index']}]"

@@ -64,7 +64,8 @@ def test_json_has_every_case_with_its_outcome(run):
         for case in cases:
             assert case["dtype"] == dtype
             assert case["verdict"] in {"passed", "failed", "inconclusive", "error", "skipped"}
-            assert isinstance(case["smooth"], bool)
+            assert case["smoothness"] in {"smooth", "ill-conditioned", "rejected"}
+            assert case["smooth"] == (case["smoothness"] == "smooth")
             assert set(case["shapes"]) >= {"input"}
             if case["verdict"] != "skipped":
                 assert case["evaluations"] > 0 and case["restored"] is True
