@@ -281,8 +281,11 @@ class TorchSide:
         self.evaluations = 0
 
     def value(self, tensors) -> float:
+        """f at ``tensors`` (float64 tensors standing for the case's differentiable inputs)."""
+        return self._evaluate(*self.case.rebuild([tensor.detach() for tensor in tensors], _as_float64))
+
+    def _evaluate(self, arguments, kwargs) -> float:
         self.evaluations += 1
-        arguments, kwargs = self.case.rebuild([tensor.detach() for tensor in tensors], _as_float64)
         case = self.case
         with torch.no_grad():
             outputs = case.sample.output_process_fn_grad(
@@ -310,16 +313,17 @@ class TorchSide:
     def probe(self, eps: float) -> tuple:
         """(f(x − eps·e_i), f(x), f(x + eps·e_i)) for every coordinate i of every input, flattened."""
         minus, plus = [], []
+        arguments, kwargs = self.case.rebuild(self.inputs, _as_float64)  # the same tensors, perturbed in place
         with torch.no_grad():
-            center = self.value(self.inputs)
+            center = self._evaluate(arguments, kwargs)
             for tensor in self.inputs:
                 flat = tensor.view(-1)
                 for index in range(flat.numel()):
                     original = flat[index].item()
                     flat[index] = original - eps
-                    minus.append(self.value(self.inputs))
+                    minus.append(self._evaluate(arguments, kwargs))
                     flat[index] = original + eps
-                    plus.append(self.value(self.inputs))
+                    plus.append(self._evaluate(arguments, kwargs))
                     flat[index] = original
         return np.array(minus), center, np.array(plus)
 

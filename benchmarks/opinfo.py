@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -38,6 +39,7 @@ except ImportError:
 import gradcheck_cli
 
 MUTATIONS = ("double", "sign", "shift", "one-double", "one-shift")
+MUTATION_ORDER = {mutation: position for position, mutation in enumerate(("none", *MUTATIONS))}
 SHIFT = 1e-3
 #: Ops whose forward at the center takes longer than this are left out (the run must stay ≲ 10 minutes).
 SLOW_FORWARD_SECONDS = 0.05
@@ -55,6 +57,7 @@ def parse_arguments(argv):
     parser.add_argument("--limit", type=int, help="at most this many ops per dtype")
     parser.add_argument("--seed", type=int, default=0, help="seeds the sample inputs and the cotangents")
     parser.add_argument("--json-out", help="write every case to this file")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="processes (default: cores)")
     arguments = parser.parse_args(argv)
     arguments.dtypes = [name.strip() for name in arguments.dtypes.split(",") if name.strip()]
     for name in arguments.dtypes:
@@ -158,6 +161,21 @@ def failure_details(name: str, record) -> dict:
     if details["center_value"] is not None:
         details["center_abs_f"] = abs(details["center_value"])
     return details
+
+
+def with_rounding_bars(outcome: dict, dtype: str) -> dict:
+    """Each failure with its rounding bar ε·M/h: what rounding f's outputs can put into the estimate.
+
+    M = Σ|u|·|out| (``magnitude``) and ε is the case dtype's epsilon (the op's outputs are rounded
+    in it); an op's internal rounding (a float32 sum over many terms) can be larger.
+    """
+    epsilon = float(np.finfo(np.float32 if dtype == "float32" else np.float64).eps)
+    for failure in outcome.get("failures", []):
+        step, analytic, numerical = failure["requested_step"], failure["analytic"], failure["numerical"]
+        if step and analytic is not None and numerical is not None and math.isfinite(outcome["magnitude"]):
+            failure["rounding_bar"] = epsilon * outcome["magnitude"] / step
+            failure["within_rounding_bar"] = abs(analytic - numerical) <= failure["rounding_bar"]
+    return outcome
 
 
 def shift(value):
@@ -271,7 +289,7 @@ def run_case(case, distinct: int, spread: float) -> list:
         "max_abs_gradient": max(float(np.max(np.abs(value), initial=0.0)) for value in case.gradients.values()),
     }
     torch_side = case.dtype == "float64"
-    outcomes = [{**common, "mutation": "none", **check_once(case, case.gradients)}]
+    outcomes = [with_rounding_bars({**common, "mutation": "none", **check_once(case, case.gradients)}, case.dtype)]
     if torch_side:
         verdict, evaluations = evidence["side"].gradcheck(case.gradients)
         outcomes[0]["torch"] = {"verdict": verdict, "evaluations": evaluations}
@@ -283,6 +301,7 @@ def run_case(case, distinct: int, spread: float) -> list:
             outcome.update(verdict="skipped", message="the mutation leaves the gradient unchanged", evaluations=0)
         else:
             outcome.update(check_once(case, gradients))
+            with_rounding_bars(outcome, case.dtype)
             if target is not None and "checked_flat_indices" in outcome:
                 target_checked = target["flat_index"] in outcome["checked_flat_indices"].get(target["parameter"], [])
                 outcome["target_checked"] = target_checked
@@ -294,13 +313,14 @@ def run_case(case, distinct: int, spread: float) -> list:
     return outcomes
 
 
-def run_dtype(arguments, dtype: str) -> tuple:
-    """(outcomes, summary of what was left out) for every selected op in ``dtype``."""
+def run_shard(arguments, dtype: str, shard: int, shards: int) -> tuple:
+    """(outcomes, what was left out) for every ``shards``-th selected op in ``dtype``, from ``shard``."""
     from _opinfo_cases import cases_of
 
+    warnings.simplefilter("ignore")
     ops, skipped_ops = selected_ops(arguments, dtype)
     outcomes, skipped_samples, slow = [], {}, []
-    for number, op in enumerate(ops, 1):
+    for number, op in enumerate(ops[shard::shards], 1):
         cases, skipped = cases_of(op, dtype, arguments.seed, arguments.max_samples_per_op, arguments.max_elements)
         for reason in skipped:
             skipped_samples[reason] = skipped_samples.get(reason, 0) + 1
@@ -314,13 +334,51 @@ def run_dtype(arguments, dtype: str) -> tuple:
                 skipped_samples[reason] = skipped_samples.get(reason, 0) + 1
                 continue
             outcomes.extend(run_case(case, distinct, spread))
-        print(f"\r{dtype}: {number}/{len(ops)} ops, {len(outcomes)} outcomes", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    return outcomes, {
-        "ops_out_of_scope": skipped_ops,
-        "samples_left_out": skipped_samples,
-        "slow_forward": sorted(set(slow)),
-    }
+        if number % 50 == 0:
+            print(f"{dtype} shard {shard + 1}/{shards}: {number} ops, {len(outcomes)} outcomes", file=sys.stderr)
+    left_out = {"ops_out_of_scope": skipped_ops if shard == 0 else {}, "samples_left_out": skipped_samples}
+    left_out["slow_forward"] = sorted(set(slow))
+    return outcomes, left_out
+
+
+def _worker(task) -> tuple:
+    arguments, dtype, shard, shards = task
+    torch.set_num_threads(1)  # one process per core; small inputs run single-threaded anyway
+    return run_shard(arguments, dtype, shard, shards)
+
+
+def run_all(arguments) -> dict:
+    """dtype -> (outcomes in op order, left out, seconds): ``--jobs`` processes share the ops."""
+    tasks = [(arguments, dtype, shard, arguments.jobs) for dtype in arguments.dtypes for shard in range(arguments.jobs)]
+    started = time.perf_counter()
+    if arguments.jobs == 1:
+        results = [run_shard(*task) for task in tasks]
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # no fork of a process whose torch has started threads
+        with concurrent.futures.ProcessPoolExecutor(arguments.jobs, mp_context=context) as pool:
+            results = list(pool.map(_worker, tasks))
+    seconds = time.perf_counter() - started
+    merged = {}
+    for (_, dtype, _, _), (outcomes, left_out) in zip(tasks, results):
+        entry = merged.setdefault(dtype, ([], {"ops_out_of_scope": {}, "samples_left_out": {}, "slow_forward": []}))
+        entry[0].extend(outcomes)
+        for key in ("ops_out_of_scope", "samples_left_out"):
+            for reason, count in left_out[key].items():
+                entry[1][key][reason] = entry[1][key].get(reason, 0) + count
+        entry[1]["slow_forward"] = sorted(set(entry[1]["slow_forward"]) | set(left_out["slow_forward"]))
+    for dtype, (outcomes, _) in merged.items():
+        order = {full: position for position, full in enumerate(op_order(arguments, dtype))}
+        outcomes.sort(key=lambda o: (order[o["op"]], o["sample_index"], MUTATION_ORDER[o["mutation"]]))
+    return {dtype: (*merged[dtype], seconds) for dtype in arguments.dtypes}
+
+
+def op_order(arguments, dtype: str) -> list:
+    from _opinfo_cases import full_name
+
+    return [full_name(op) for op in selected_ops(arguments, dtype)[0]]
 
 
 def rate(count: int, total: int) -> str:
@@ -357,16 +415,22 @@ def correct_rows(correct: list) -> list:
 
 
 def cause(outcome: dict) -> str:
-    """Why a check did not pass: "impure", "comparison", "kink" (kinks only), "error" or the verdict."""
+    """Why a check did not pass: "error", "impure", "comparison", "kink", "rounding" or the verdict.
+
+    "comparison": a coordinate failed by more than its rounding bar; "kink": otherwise a suspected
+    kink; "rounding": every failing coordinate is within its rounding bar (:func:`with_rounding_bars`).
+    """
     if outcome["verdict"] == "error":
         return "error"
     if outcome.get("impurities"):
         return "impure"
-    kinds = {failure["verdict"] for failure in outcome.get("failures", [])}
-    if "failed" in kinds:
+    failures = outcome.get("failures", [])
+    if any(failure["verdict"] == "failed" and not failure.get("within_rounding_bar") for failure in failures):
         return "comparison"
-    if kinds == {"suspected kink"}:
+    if any(failure["verdict"] == "suspected kink" for failure in failures):
         return "kink"
+    if failures:
+        return "rounding"
     return outcome["verdict"]
 
 
@@ -390,7 +454,7 @@ def print_tables(dtype: str, outcomes: list, left_out: dict, seconds: float) -> 
     correct = [o for o in outcomes if o["mutation"] == "none"]
     ops = {o["op"] for o in correct}
     classes = ", ".join(f"{sum(1 for o in correct if o['smoothness'] == label)} {label}" for label in SMOOTHNESS)
-    print(f"\n--- {dtype}: {len(ops)} ops, {len(correct)} cases: {classes} ({seconds:.0f} s) ---")
+    print(f"\n--- {dtype}: {len(ops)} ops, {len(correct)} cases: {classes} (whole run {seconds:.0f} s) ---")
     print(
         f"left out: ops {left_out['ops_out_of_scope']}; samples {left_out['samples_left_out']}; "
         f"slow forward {left_out['slow_forward']}"
@@ -462,19 +526,18 @@ def main(argv=None) -> int:
         print("torch is not installed: nothing to benchmark (pip install torch expecttest)", file=sys.stderr)
         return 2
     warnings.simplefilter("ignore")
-    header("OpInfo differential benchmark", torch=torch.__version__, threads=torch.get_num_threads())
+    threads = torch.get_num_threads() if arguments.jobs == 1 else 1
+    header("OpInfo differential benchmark", torch=torch.__version__, processes=arguments.jobs, threads=threads)
     results = {
         "arguments": {
             key: (sorted(value) if isinstance(value, set) else value) for key, value in vars(arguments).items()
         }
     }
     results["dtypes"] = {}
-    for dtype in arguments.dtypes:
-        started = time.perf_counter()
-        outcomes, left_out = run_dtype(arguments, dtype)
-        seconds = time.perf_counter() - started
+    for dtype, (outcomes, left_out, seconds) in run_all(arguments).items():
         print_tables(dtype, outcomes, left_out, seconds)
-        results["dtypes"][dtype] = {"seconds": seconds, "left_out": left_out, "cases": outcomes}
+        results["dtypes"][dtype] = {"left_out": left_out, "cases": outcomes}
+    results["seconds"] = seconds
     if arguments.json_out:
         with open(arguments.json_out, "w", encoding="utf-8") as output:
             json.dump(json_ready(results), output, allow_nan=False, indent=1)

@@ -37,7 +37,16 @@ def test_parameters_are_views_that_torch_reads():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     json_out = tmp_path_factory.mktemp("opinfo") / "cases.json"
-    command = [sys.executable, str(BENCHMARKS / "opinfo.py"), "--ops", "sin,mul", "--max-samples-per-op", "1"]
+    command = [
+        sys.executable,
+        str(BENCHMARKS / "opinfo.py"),
+        "--ops",
+        "sin,mul",
+        "--max-samples-per-op",
+        "1",
+        "--jobs",
+        "1",
+    ]
     completed = subprocess.run(
         [*command, "--json-out", str(json_out)], capture_output=True, text=True, timeout=120, cwd=BENCHMARKS.parent
     )
