@@ -128,7 +128,8 @@ def report_outcome(report) -> dict:
     scaled = [getattr(getattr(record, "comparison", None), "scaled_error", math.nan) for _, record in records]
     finite = [value for value in scaled if value is not None and math.isfinite(value)]
     failures = [failure_details(name, record) for name, record in report.failures()]
-    impurities = [verdict_record.message for verdict_record in report.impurities()]
+    purity = getattr(report, "purity", None)
+    impurities = [] if purity is None or purity.pure else [purity.message]
     checked = {}
     for name, record in records:
         checked.setdefault(name, []).append(int(record.flat_index))
@@ -139,6 +140,10 @@ def report_outcome(report) -> dict:
         "checked_flat_indices": checked,
         "failures": failures,
         "impurities": impurities,
+        "directional": {check.name: getattr(getattr(check, "directional", None), "verdict", None) for check in report.parameters},
+        "diagnosis": {
+            check.name: check.diagnosis.kind for check in report.parameters if getattr(check, "diagnosis", None)
+        },
     }
 
 
@@ -147,6 +152,16 @@ def failure_details(name: str, record) -> dict:
     comparison = getattr(record, "comparison", None)
     difference = getattr(record, "difference", None)
     details = {"parameter": name, "coordinate": list(record.coordinate), "verdict": getattr(record, "verdict", None)}
+    details["reason"] = getattr(record, "reason", None)
+    estimates = getattr(record, "estimates", None)
+    if estimates:
+        decided = estimates[record.decided_at]
+        details["decided"] = {
+            "step": decided.step,
+            "numerical": decided.numerical,
+            "relative_error": decided.relative_error,
+            "error_bar": decided.error_bar.total,
+        }
     for key, source, attribute in (
         ("analytic", comparison, "analytic"),
         ("numerical", comparison, "numerical"),

@@ -21,6 +21,7 @@ import numpy as np
 
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
+from .diagnosis import Diagnosis, diagnose_parameter, diagnose_report
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
@@ -189,6 +190,8 @@ class ParameterCheck(Record):
     passed : bool
     checks : tuple of CoordinateCheck, in row-major order
     directional : DirectionalCheck
+    diagnosis : Diagnosis or None
+        What kind of bug the failures show (None when nothing failed).
     """
 
     name: str
@@ -204,6 +207,7 @@ class ParameterCheck(Record):
     passed: bool
     checks: tuple
     directional: DirectionalCheck
+    diagnosis: Optional[Diagnosis]
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,8 @@ class GradientCheckReport(Record):
         With ``step="auto"``, the advice each parameter's step came from.
     evaluations : int
         Objective calls made by the check (the step advice's included).
+    diagnosis : Diagnosis or None
+        Set when every failing parameter is off by the same factor (the loss itself is scaled).
     """
 
     verdict: str
@@ -239,6 +245,7 @@ class GradientCheckReport(Record):
     parameters: tuple
     step_advice: Optional[ProblemStepAdvice]
     evaluations: int
+    diagnosis: Optional[Diagnosis]
 
     def parameter(self, name: str) -> ParameterCheck:
         """The :class:`ParameterCheck` named ``name``."""
@@ -575,6 +582,7 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float) -> Param
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
+        diagnosis=diagnose_parameter(checks, directional, np.asarray(planned.gradient, dtype=np.float64)),
     )
 
 
@@ -598,6 +606,7 @@ def _report(checks: list, purity: PurityVerdict, step_advice, evaluations: int) 
         parameters=tuple(checks),
         step_advice=step_advice,
         evaluations=evaluations,
+        diagnosis=diagnose_report([check.diagnosis for check in checks]),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
 from .records import json_ready
-from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = [
     "FORMATS",
@@ -299,6 +299,74 @@ def _directional_lines(parameter) -> list:
     return [*lines, f"{label} verdict: {direction.verdict}; {direction.reason}"]
 
 
+#: Coordinates that did not pass shown per parameter in the short report (``--verbose`` shows all).
+SHOWN_FAILURES = 3
+
+
+def _worst(parameter):
+    """The coordinate whose deciding estimate has the largest relative error."""
+    return max(parameter.checks, key=lambda record: record.estimates[record.decided_at].relative_error)
+
+
+def _summary_line(parameter) -> str:
+    worst = _worst(parameter)
+    failed = sum(1 for record in parameter.checks if record.verdict == "failed")
+    inconclusive = sum(1 for record in parameter.checks if not record.passed) - failed
+    return (
+        f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
+        f"checked={len(parameter.checks)} failed={failed} inconclusive={inconclusive} "
+        f"directional={parameter.directional.verdict} worst={_coordinate_label(parameter.name, worst.coordinate)} "
+        f"relative_error={_error(worst.estimates[worst.decided_at].relative_error)}"
+    )
+
+
+def diagnosis_line(label: str, diagnosis) -> str:
+    """``W2 diagnosis: scale ×8: analytic = 8 × numerical ...``."""
+    return f"{label} diagnosis: {diagnosis_text(diagnosis)}"
+
+
+def _short_coordinate_line(name: str, record) -> str:
+    estimate = record.estimates[record.decided_at]
+    return (
+        f"{_coordinate_label(name, record.coordinate)}: {coordinate_verdict(record, short=True)} "
+        f"analytic={_value(estimate.analytic)} numerical={_value(estimate.numerical)} "
+        f"relative_error={_error(estimate.relative_error)} error_bar={compact_error(estimate.error_bar.total)} "
+        f"step={rust_debug(estimate.step)}"
+    )
+
+
+def compact_error(number: float) -> str:
+    """An error bar in three digits: ``2.43e-11``."""
+    return f"{number:.2e}"
+
+
+def _short_check_lines(report) -> list:
+    """One line per parameter, its diagnosis, and the first coordinates that did not pass."""
+    lines = []
+    for parameter in report.parameters:
+        lines.append(_summary_line(parameter))
+        if parameter.diagnosis is not None:
+            lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
+        unpassed = [record for record in parameter.checks if not record.passed]
+        lines += [_short_coordinate_line(parameter.name, record) for record in unpassed[:SHOWN_FAILURES]]
+        if len(unpassed) > SHOWN_FAILURES:
+            lines.append(
+                f"{parameter.name}: {len(unpassed) - SHOWN_FAILURES} more coordinates did not pass (--verbose shows every one)"
+            )
+    if report.diagnosis is not None:
+        lines.append(diagnosis_line("check", report.diagnosis))
+    return [*lines, *_check_tail(report)]
+
+
+def _check_tail(report) -> list:
+    return [
+        _purity_line(report.purity),
+        f"check: checked={report.checked} failed={report.failed} inconclusive={report.inconclusive} "
+        f"failing_parameters={_names(report.failing_parameters)} evaluations={report.evaluations} "
+        f"verdict={report.verdict} pass={_bool(report.passed)}",
+    ]
+
+
 def _check_lines(report) -> list:
     lines = [] if report.step_advice is None else _problem_step_advice_lines(report.step_advice)
     for parameter in report.parameters:
@@ -311,17 +379,15 @@ def _check_lines(report) -> list:
             lines += _verdict_lines(label, record, "step")
         lines += _directional_lines(parameter)
         failed = sum(1 for record in parameter.checks if record.verdict == "failed")
+        if parameter.diagnosis is not None:
+            lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
         lines.append(
             f"{parameter.name} check: checked={len(parameter.checks)} failed={failed} "
             f"verdict={parameter.verdict} pass={_bool(parameter.passed)}"
         )
-    lines.append(_purity_line(report.purity))
-    lines.append(
-        f"check: checked={report.checked} failed={report.failed} inconclusive={report.inconclusive} "
-        f"failing_parameters={_names(report.failing_parameters)} evaluations={report.evaluations} "
-        f"verdict={report.verdict} pass={_bool(report.passed)}"
-    )
-    return lines
+    if report.diagnosis is not None:
+        lines.append(diagnosis_line("check", report.diagnosis))
+    return [*lines, *_check_tail(report)]
 
 
 def _advice_line(label: str, advice, coordinate=None) -> str:
@@ -431,9 +497,11 @@ def rejected(errors: Mapping[str, Exception]) -> Section:
     return Section("rejected", errors, lambda: _rejected_lines(errors), lambda: _tables().rejected(errors))
 
 
-def check(report) -> Section:
-    """A GradientCheckReport: the step advice (``--step auto``), every coordinate's records and verdict, purity, and the summary."""
-    return Section("check", report, lambda: _check_lines(report), lambda: _tables().check(report))
+def check(report, verbose: bool = False) -> Section:
+    """A GradientCheckReport: a line per parameter with its diagnosis and the coordinates that did not
+    pass, then purity and the verdict; ``verbose``: the step advice and every coordinate's records."""
+    lines = (lambda: _check_lines(report)) if verbose else (lambda: _short_check_lines(report))
+    return Section("check", report, lines, lambda: _tables().check(report))
 
 
 def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:

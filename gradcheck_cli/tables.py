@@ -13,7 +13,7 @@ import os
 import sys
 
 from .formatting import rust_debug, rust_fixed, rust_list
-from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text
 
 __all__ = [
     "PIPE_WIDTH",
@@ -270,7 +270,8 @@ def _parameter_table(parameter):
         "error bar",
         "actual h₋ / h₊",
         "verdict",
-        caption=f"Directional test: {parameter.directional.verdict}; {parameter.directional.reason}.",
+        caption=f"Directional test: {parameter.directional.verdict}; {parameter.directional.reason}."
+        + ("" if parameter.diagnosis is None else f"\nDiagnosis: {diagnosis_text(parameter.diagnosis)}."),
     )
     for record in parameter.checks:
         d, decided = record.difference, record.estimates[record.decided_at]

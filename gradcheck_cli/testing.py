@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
 from .formatting import rust_list
-from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, kink_tolerance_text
+from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
 
@@ -73,6 +73,9 @@ def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
     """The failing coordinates of ``report`` as a plain-text table, with tolerances and purity."""
     failures = report.failures()
     lines = [f"gradient check {report.verdict}: {check_summary(report)}"]
+    lines += [f"{check.name}: {diagnosis_text(check.diagnosis)}" for check in report.parameters if check.diagnosis]
+    if report.diagnosis is not None:
+        lines.append(f"the whole check: {diagnosis_text(report.diagnosis)}")
     if failures:
         rows = [_row(name, record) for name, record in failures[:max_rows]]
         lines.append("")

@@ -2,7 +2,7 @@
 
 from .formatting import rust_exp
 
-__all__ = ["DEFAULT_STEP", "coordinate_verdict", "check_summary", "kink_tolerance_text"]
+__all__ = ["DEFAULT_STEP", "coordinate_verdict", "check_summary", "diagnosis_text", "kink_tolerance_text"]
 
 
 def _error(number: float) -> str:
@@ -50,3 +50,10 @@ def kink_tolerance_text(parameter, number=None) -> str:
     if parameter.kink_tolerance is None:
         return "per-coordinate"
     return (number or _error)(parameter.kink_tolerance)
+
+
+def diagnosis_text(diagnosis) -> str:
+    """``scale ×8: analytic = 8 × numerical ...``: the kind, its factor or place, and why."""
+    detail = f" ×{diagnosis.factor:g}" if diagnosis.kind == "scale" else ""
+    detail += f" at {diagnosis.where}" if diagnosis.kind == "localized" else ""
+    return f"{diagnosis.kind}{detail}: {diagnosis.message}"

@@ -286,6 +286,7 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
         "parameters",
         "step_advice",
         "evaluations",
+        "diagnosis",
     ]
     assert record_dict["step_advice"] is None
     first = record_dict["parameters"][0]["checks"][0]

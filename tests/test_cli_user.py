@@ -248,7 +248,7 @@ def test_check_json_is_the_reports_to_dict():
 
 def test_check_text_prints_every_coordinate_with_the_shared_renderer():
     report = check_problem(load_problem(WRONG_MLP))
-    output = lines(invoke("check", WRONG_MLP))
+    output = lines(invoke("check", WRONG_MLP, "--verbose"))
     for parameter in report.parameters:
         for record in parameter.checks:
             label = f"{parameter.name}{render.rust_list(record.coordinate)}"
@@ -271,7 +271,7 @@ def test_check_text_prints_every_coordinate_with_the_shared_renderer():
 
 
 def test_check_prints_a_header_a_directional_test_and_the_purity(problems):
-    output = lines(invoke("check", problems("correct")))
+    output = lines(invoke("check", problems("correct"), "--verbose"))
     float64_tolerance, float64_kink = "6.055454452393e-6", "2.460783300576e-3"
     assert output[0] == (
         "parameter w: dtype=float64 shape=[3] selection=structured requested_samples=16 step=default "
@@ -293,14 +293,14 @@ def test_check_accepts_the_tuple_form_too(problems):
 
 
 def test_a_wrong_coordinate_fails_with_exit_1(problems):
-    result = invoke("check", problems("off_by_one"))
+    result = invoke("check", problems("off_by_one"), "--verbose")
     assert result.exit_code == EXIT_CANDIDATE_FAILED
     assert any(line.startswith("w[1] verdict: failed; ") for line in lines(result))
     assert any(line.startswith("w[0] verdict: passed; ") for line in lines(result))
 
 
 def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_lies(problems):
-    result = invoke("check", problems("corner"))
+    result = invoke("check", problems("corner"), "--verbose")
     assert result.exit_code == EXIT_CANDIDATE_FAILED
     output = lines(result)
     # The comparison itself passes (0 against 0): the chapter's false pass, caught by the slopes.
@@ -360,7 +360,7 @@ def test_step_and_tolerance_apply_to_every_coordinate():
     expected = check_problem(load_problem(WRONG_MLP), step=1e-4, tolerance=1e-9, names=["b2"])
     result = invoke("check", WRONG_MLP, "--param", "b2", "--step", "1e-4", "--tolerance", "1e-9", "--json")
     assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
-    assert lines(invoke("check", WRONG_MLP, "--param", "b2", "--step", "1e-4"))[0].startswith(
+    assert lines(invoke("check", WRONG_MLP, "--param", "b2", "--step", "1e-4", "--verbose"))[0].startswith(
         "parameter b2: dtype=float64 shape=[4] selection=structured requested_samples=16 step=1.00000000000000005e-4 "
     )
 
@@ -405,7 +405,7 @@ def test_step_auto_passes_a_parameter_the_loss_is_quadratic_in():
 
 
 def test_step_auto_prints_one_advice_line_per_parameter_before_the_check():
-    output = lines(invoke("check", MLP, "--step", "auto", "--samples", "1"))
+    output = lines(invoke("check", MLP, "--step", "auto", "--samples", "1", "--verbose"))
     advice_lines = [line for line in output if line.startswith("step advice ")]
     assert [line.split(":")[0] for line in advice_lines] == [f"step advice {name}" for name in ("W1", "b1", "W2", "b2")]
     assert output[:4] == advice_lines
@@ -998,3 +998,16 @@ def test_every_option_the_readme_names_exists_on_its_subcommand():
                 named += 1
                 assert word.split("=")[0] in options | {"--help"}, f"{span!r}: gradcheck {words[1]} has no {word}"
     assert named > 40  # the check sees the README's options at all
+
+
+def test_the_default_report_is_short_and_says_what_is_wrong():
+    result = invoke("check", WRONG_MLP)
+    output = lines(result)
+    assert result.exit_code == EXIT_CANDIDATE_FAILED
+    assert len(output) <= 15 and max(len(line) for line in output) <= 160
+    assert any(line.startswith("W2 diagnosis: scale ×8: ") for line in output)
+    # Only the coordinates that did not pass, at most three per parameter, then a count.
+    assert [line.split(":")[0] for line in output if line.startswith("W2[")] == ["W2[0, 0]", "W2[0, 1]", "W2[0, 2]"]
+    assert "W2: 13 more coordinates did not pass (--verbose shows every one)" in output
+    assert not any(line.startswith(("W1[", "b1[", "b2[")) for line in output)
+    assert output[-1].endswith(" verdict=failed pass=false")

@@ -35,6 +35,11 @@ def test_the_failure_message_is_a_table_of_the_failing_coordinates():
     # Each row is at the step the verdict rests on: the one with the smallest error bar of h, h/10
     # and 10h (here 10h: 1.817e-04 and 6.055e-05), relative error |a − n| / max(|a|, |n|).
     lines = str(caught.value).splitlines()
+    # The diagnosis comes first: x fails at x[2] only, and there 5 = 0.8333 × 6.
+    assert lines.pop(1) == (
+        "x: localized at element 2: only element 2 fails and the rest passes (there analytic = 0.8333 × numerical): "
+        "an indexing or broadcasting slip there"
+    )
     assert lines[:5] == [
         "gradient check failed: 1 of 5 coordinates failed, 1 of 5 were inconclusive and a directional test did "
         "not pass in x, k",
@@ -92,7 +97,7 @@ def test_long_tables_are_cut_short():
     assert lines[0] == "gradient check failed: 30 of 30 coordinates failed and a directional test did not pass in x"
     assert len([line for line in lines if line.startswith("x  ")]) == 20
     assert "... and 10 more" in lines
-    assert failure_table(report, max_rows=2).splitlines()[5] == "... and 28 more"
+    assert failure_table(report, max_rows=2).splitlines()[6] == "... and 28 more"  # after the diagnosis line
 
 
 def test_a_bad_request_is_a_typed_error_not_an_assertion():
@@ -130,7 +135,8 @@ def test_pytest_shows_the_table_and_hides_the_helper_frame(tmp_path):
     assert failure_lines[0] == (
         "AssertionError: gradient check failed: 2 of 2 coordinates failed and a directional test did not pass in x"
     )
-    assert failure_lines[3].split()[:5] == ["x", "[0]", "failed", "1", "2"]
+    assert failure_lines[1].startswith("x: scale ×0.5: analytic = 0.5 × numerical at every failing coordinate")
+    assert failure_lines[4].split()[:5] == ["x", "[0]", "failed", "1", "2"]
     assert "report = check_gradients(" not in result.stdout
 
 

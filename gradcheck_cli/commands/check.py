@@ -53,8 +53,14 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
     help="The scaled-error tolerance. Default: ε^(1/3) of the parameter's dtype.",
 )
 @PARAM_OPTION
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Text: the step advice and every coordinate in the chapter's form, at every step tried. "
+    "Default: a line per parameter, its diagnosis and the first coordinates that did not pass.",
+)
 @output_options
-def check(output_format, problem, samples, sampler, step, tolerance, names):
+def check(output_format, problem, samples, sampler, step, tolerance, names, verbose):
     def compute():
         if step != "auto" and step is not None:
             validate_step(step)
@@ -74,6 +80,6 @@ def check(output_format, problem, samples, sampler, step, tolerance, names):
                     names=selected,
                     progress=progress,
                 )
-        return Report((render.check(report),), (report.passed,))
+        return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)

@@ -1,0 +1,200 @@
+"""What kind of mistake a failed parameter shows: a scale, a sign, a transpose, a zero, one row.
+
+Read off the coordinates the check already has, deterministically; the rules are in
+docs/method.md ("Diagnosis").
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .formatting import rust_list
+from .records import Record
+
+__all__ = ["KINDS", "Diagnosis", "diagnose_parameter", "diagnose_report"]
+
+#: Every ``Diagnosis.kind``.
+KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained")
+#: Ratios of analytic to numerical agree when within this relative spread of their median.
+RATIO_SPREAD = 1e-2
+
+
+@dataclass(frozen=True)
+class Diagnosis(Record):
+    """The kind of bug, its factor (``scale``, ``sign``) or place (``localized``), in one sentence."""
+
+    kind: str
+    factor: Optional[float]
+    where: Optional[str]
+    message: str
+
+
+def _decided(check):
+    return check.estimates[check.decided_at]
+
+
+def _resolved(estimate) -> bool:
+    """The numerical value is clearly nonzero: beyond twice its error bar."""
+    return abs(estimate.numerical) > 2 * estimate.error_bar.total
+
+
+def _common_ratio(estimates: Sequence) -> Optional[float]:
+    """The ratio analytic/numerical shared by every estimate (within RATIO_SPREAD), else None."""
+    if not estimates or not all(_resolved(estimate) for estimate in estimates):
+        return None
+    ratios = [estimate.analytic / estimate.numerical for estimate in estimates]
+    median = statistics.median(ratios)
+    if all(abs(ratio - median) <= RATIO_SPREAD * max(abs(median), 1e-300) for ratio in ratios):
+        return median
+    if all(abs(ratio) <= RATIO_SPREAD for ratio in ratios):
+        return 0.0
+    return None
+
+
+def _nice(factor: float) -> float:
+    """An integer or 1/integer the factor is within 1e-3 of, else the factor to 4 significant digits."""
+    for value in (round(factor), 1 / round(1 / factor) if abs(factor) < 1 and factor != 0 else None):
+        if value and abs(factor - value) <= 1e-3 * abs(factor):
+            return float(value)
+    return float(f"{factor:.4g}")
+
+
+def _scale_message(factor: float) -> str:
+    text = f"{factor:g}"
+    if abs(factor) >= 2 and factor == round(factor):
+        causes = f"a sum where a mean belongs (a batch or sequence length of {text}), or a missing 1/{text}"
+        if factor == 2:
+            causes = "a ×2 from a squared term (d(x²) = 2x counted twice, or a missing ½), or " + causes
+    elif 0 < abs(factor) < 1 and 1 / factor == round(1 / factor):
+        inverse = f"{1 / factor:g}"
+        causes = f"a mean where a sum belongs, or an extra 1/{inverse} (a batch or sequence length of {inverse})"
+    else:
+        causes = "a constant factor (a scale, a temperature, a weight) applied twice or not at all"
+    return f"analytic = {text} × numerical at every failing coordinate: {causes}"
+
+
+def _axis_name(rank: int, axis: int, index: int) -> str:
+    if rank == 2:
+        return f"{'row' if axis == 0 else 'column'} {index}"
+    if rank == 1:
+        return f"element {index}"
+    return f"index {index} of axis {axis}"
+
+
+def _confined(failing: list, passing: list, rank: int) -> Optional[str]:
+    """Where the failures are confined to, when coordinates elsewhere pass and none there does."""
+    if not passing:
+        return None
+    if len(failing) == 1 and rank != 1:
+        return f"coordinate {rust_list(failing[0].coordinate)}"
+    for axis in range(rank):
+        indices = {check.coordinate[axis] for check in failing}
+        if len(indices) == 1:
+            [index] = indices
+            if all(check.coordinate[axis] != index for check in passing):
+                return _axis_name(rank, axis, index)
+    return None
+
+
+def _transposed(failing: list, gradient: np.ndarray) -> bool:
+    """Every failing numerical value matches the analytic value at the mirrored coordinate."""
+    if gradient.ndim < 2 or gradient.shape[-1] != gradient.shape[-2]:
+        return False
+    if not any(check.coordinate[-1] != check.coordinate[-2] for check in failing):
+        return False
+    for check in failing:
+        estimate = _decided(check)
+        mirrored = float(gradient[(*check.coordinate[:-2], check.coordinate[-1], check.coordinate[-2])])
+        gap = abs(estimate.numerical - mirrored)
+        if gap > max(RATIO_SPREAD * max(abs(mirrored), abs(estimate.numerical)), 2 * estimate.error_bar.total):
+            return False
+    return True
+
+
+def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> Optional[Diagnosis]:
+    """The Diagnosis of one parameter's CoordinateChecks and DirectionalCheck; None when nothing failed.
+
+    ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
+    mirrored entries from it).
+    """
+    failing = [check for check in checks if check.verdict == "failed"]
+    if not failing:
+        if directional.verdict != "failed":
+            return None
+        return Diagnosis(
+            kind="unexplained",
+            factor=None,
+            where=None,
+            message="every checked coordinate passed but the directional test failed: the error is at "
+            "coordinates the selection left out (check them all with --samples all)",
+        )
+    passing = [check for check in checks if check.passed and _resolved(_decided(check))]
+    ratio = _common_ratio([_decided(check) for check in failing])
+    if _transposed(failing, gradient):
+        return Diagnosis(
+            kind="transpose",
+            factor=None,
+            where=None,
+            message="analytic[i, j] = numerical[j, i] at every failing coordinate: the gradient of a square "
+            "weight is transposed (x·Wᵀ where x·W belongs, or the outer product taken in the wrong order)",
+        )
+    where = _confined(failing, passing, gradient.ndim)
+    if where is not None:
+        factor = None if ratio is None else _nice(ratio)
+        detail = "" if factor is None else f" (there analytic = {factor:g} × numerical)"
+        return Diagnosis(
+            kind="localized",
+            factor=factor,
+            where=where,
+            message=f"only {where} fails and the rest passes{detail}: an indexing or broadcasting slip there",
+        )
+    if ratio is not None and not passing:
+        return _ratio_diagnosis(_nice(ratio))
+    return Diagnosis(
+        kind="unexplained",
+        factor=None,
+        where=None,
+        message="the failing coordinates share no factor, mirror or row: none of the usual bugs fits",
+    )
+
+
+def _ratio_diagnosis(factor: float) -> Diagnosis:
+    if factor == 0.0:
+        return Diagnosis(
+            kind="zero",
+            factor=0.0,
+            where=None,
+            message="the analytic gradient is 0 where the numerical one is not: a term never accumulated, or a "
+            "branch detached from the graph",
+        )
+    if factor == -1.0:
+        return Diagnosis(
+            kind="sign",
+            factor=-1.0,
+            where=None,
+            message="analytic = −numerical at every failing coordinate: a flipped sign (a loss maximised, "
+            "a subtraction reversed)",
+        )
+    return Diagnosis(kind="scale", factor=factor, where=None, message=_scale_message(factor))
+
+
+def diagnose_report(diagnoses: Sequence[Optional[Diagnosis]]) -> Optional[Diagnosis]:
+    """One diagnosis for the report when every failing parameter is off by the same factor."""
+    found = [diagnosis for diagnosis in diagnoses if diagnosis is not None]
+    if len(found) < 2 or any(diagnosis.kind not in ("scale", "sign") for diagnosis in found):
+        return None
+    factors = {diagnosis.factor for diagnosis in found}
+    if len(factors) != 1:
+        return None
+    [factor] = factors
+    return Diagnosis(
+        kind=found[0].kind,
+        factor=factor,
+        where="every failing parameter",
+        message=f"every failing parameter is off by the same factor {factor:g}: the loss itself is scaled in the "
+        "backward pass (or its sign flipped), not one layer",
+    )
