@@ -592,14 +592,14 @@ def _per_parameter(role: str, value, validate: Callable, parameters: Mapping):
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        return validate(value)
+        return validate(value, role)
     _validate_mapping(role, "numbers", value)
     validated = {}
     for name, item in value.items():
         if name not in parameters:
             raise UnknownParameter(name=name, available=list(parameters))
         try:
-            validated[name] = validate(item)
+            validated[name] = validate(item, role)
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
     return validated

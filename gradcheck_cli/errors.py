@@ -51,6 +51,11 @@ __all__ = [
     "InvalidParameterName",
     "UnexpectedGradient",
     "InvalidSamples",
+    "InvalidArgument",
+    "TooManySamples",
+    "ArrayMadeReadOnly",
+    "MaskedValues",
+    "CollapsedStep",
     "InvalidCoordinate",
     "DuplicateCoordinate",
     "SharedParameterMemory",
@@ -147,6 +152,15 @@ class PerturbationUnchanged(GradCheckError):
             f"{self.side} perturbation from point {rust_debug(self.point)} "
             f"by step {rust_debug(self.step)} rounds back to the point"
         )
+
+
+class CollapsedStep(PerturbationUnchanged):
+    """A probe rounded back to the point, and the smallest step that would move both probes."""
+
+    fields = ("side", "point", "step", "smallest_step")
+
+    def describe(self):
+        return f"{super().describe()}; a step of at least {rust_debug(self.smallest_step)} moves both probes"
 
 
 class InvalidActualSpacing(GradCheckError):
@@ -466,6 +480,48 @@ class InvalidSamples(GradCheckError):
 
     def describe(self):
         return f"{self.role} must be {self.expected}, got {self.samples}"
+
+
+class InvalidArgument(GradCheckError):
+    """An argument has the wrong type: a step that is not a number, names that are not strings, ..."""
+
+    fields = ("argument", "value", "expected")
+
+    def describe(self):
+        return f"{self.argument} must be {self.expected}, got {self.value}"
+
+
+class TooManySamples(GradCheckError):
+    """More coordinates were requested than their records could hold in memory."""
+
+    fields = ("role", "count", "limit")
+
+    def describe(self):
+        return (
+            f"{self.role} selects {self.count} coordinates, more than the {self.limit} whose records "
+            "fit in the memory available; request fewer"
+        )
+
+
+class ArrayMadeReadOnly(GradCheckError):
+    """The objective made a parameter array read-only while it was being probed."""
+
+    fields = ("role",)
+
+    def describe(self):
+        return (
+            f"the objective made the {self.role} array read-only during the check; "
+            "its values were restored and it was left read-only"
+        )
+
+
+class MaskedValues(GradCheckError):
+    """A masked array has masked elements: the check needs every value."""
+
+    fields = ("role", "coordinate")
+
+    def describe(self):
+        return f"{self.role} has a masked element at {rust_list(self.coordinate)}; the check needs every value"
 
 
 class InvalidCoordinate(GradCheckError):

@@ -140,7 +140,7 @@ def scan_figure(records=(), advice=None):
 
     if isinstance(records, StepAdvice):
         records, advice = (), records
-    records = list(records)
+    records = [record for record in records if record.check is not None]  # not the rejected steps
     if not records and advice is None:
         raise ValueError("scan_figure needs scan records, step advice, or both")
     figure = _new_figure()
@@ -151,7 +151,7 @@ def scan_figure(records=(), advice=None):
     if records:
         steps = [record.check.difference.requested_step for record in records]
         errors = [record.check.comparison.scaled_error for record in records]
-        _shade_regimes(axes, steps, [record.phase for record in records])
+        _shade_regimes(axes, steps, [record.regime for record in records])
         xs, ys = _positive(steps, errors)
         axes.plot(xs, ys, marker="o", color="#1f3b73", label="scaled error (analytic)", gid="scaled-error")
         tolerance = records[0].check.comparison.tolerance
@@ -333,7 +333,7 @@ def scan_text_chart(records=(), advice=None, *, height: int = 8) -> str:
                 "○",
             )
         )
-    records = list(records)
+    records = [record for record in records if record.check is not None]  # not the rejected steps
     if records:
         series.append(
             (

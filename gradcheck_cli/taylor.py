@@ -86,6 +86,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
+from collections.abc import Mapping as AnyMapping
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -93,20 +95,24 @@ import numpy as np
 from .chapter import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
+    ArrayMadeReadOnly,
     AtCoordinate,
     AtParameter,
     GradCheckError,
     GradientShapeMismatch,
+    InvalidArgument,
     NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
     NonFinitePoint,
+    NotAMapping,
     UnsupportedDtype,
     ZeroDirection,
 )
 from .estimator import real_scalar, validate_steps
+from .formatting import short_repr
 from .problem import as_problem, reject_shared_memory, selected_names
 from .records import Record, record, same_bits
-from .tensors import parameter_and_gradient
+from .tensors import parameter_and_gradient, write_back
 
 __all__ = [
     "PASS_ORDER",
@@ -239,6 +245,11 @@ def selected_parameters(problem, names: Sequence[str] = None):
     return problem, tuple(names), gradients
 
 
+def _still_writable(arrays: Mapping) -> None:
+    if not all(array.flags.writeable for array in arrays.values()):
+        raise ArrayMadeReadOnly(role="parameters")
+
+
 def _reject_non_finite(values: np.ndarray, error) -> None:
     values = values.astype(np.float64)
     finite = np.isfinite(values)
@@ -269,6 +280,32 @@ def _normalized(direction: dict) -> dict:
     if not (math.isfinite(norm) and norm > 0.0):
         raise ZeroDirection(norm=norm)
     return {name: values / norm for name, values in direction.items()}
+
+
+def _given_direction(direction, parameters: Mapping, names: Sequence[str]) -> dict:
+    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, normalized."""
+    if not isinstance(direction, AnyMapping):
+        raise NotAMapping(role="direction", values="arrays", type_name=type(direction).__name__)
+    unit = {}
+    for name in names:
+        values = direction.get(name)
+        if values is not None:
+            try:
+                values = np.asarray(values)
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                values = np.asarray(None)
+            if values.dtype.kind not in "fiu" and values.dtype.name != "bfloat16":
+                expected = "an array of real numbers for each parameter"
+                given = f"{short_repr(direction[name])} for {name!r}"
+                raise InvalidArgument(argument="direction", value=given, expected=expected)
+            values = values.astype(np.float64)
+        if values is None or values.shape != parameters[name].shape:
+            raise GradientShapeMismatch(
+                parameters=list(parameters[name].shape),
+                analytic=[] if values is None else list(values.shape),
+            )
+        unit[name] = values
+    return _normalized(unit)
 
 
 def default_taylor_steps(parameters: Mapping[str, np.ndarray], names: Sequence[str]) -> tuple:
@@ -369,20 +406,14 @@ def taylor_test(
     """
     problem, names, validated_gradients = selected_parameters(problem, names)
     parameters = problem.parameters
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise InvalidArgument(argument="seed", value=short_repr(seed), expected="a whole number")
+    seed = operator.index(seed)
     if direction is None:
         unit = taylor_direction(parameters, names, seed)
         description = "splitmix64"
     else:
-        unit = {}
-        for name in names:
-            values = np.asarray(direction[name], dtype=np.float64) if name in direction else None
-            if values is None or values.shape != parameters[name].shape:
-                raise GradientShapeMismatch(
-                    parameters=list(parameters[name].shape),
-                    analytic=[] if values is None else list(values.shape),
-                )
-            unit[name] = values
-        unit = _normalized(unit)
+        unit = _given_direction(direction, parameters, names)
         description, seed = "given", -1
     if steps is None:
         steps = default_taylor_steps(parameters, names)
@@ -390,15 +421,17 @@ def taylor_test(
         steps = validate_steps(steps)
 
     arrays = {name: parameters[name] for name in names}
-    saved = {name: array.copy() for name, array in arrays.items()}
+    saved = {name: np.array(array, copy=True) for name, array in arrays.items()}
     origin = {name: array.astype(np.float64) for name, array in arrays.items()}
     gradients = {name: validated_gradients[name].astype(np.float64) for name in names}
-    directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
+    with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
+        directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
     parameter_epsilon = max(probe_dtype(array.dtype).epsilon for array in arrays.values())
 
-    def restore():
-        for name, array in arrays.items():
-            array[...] = saved[name]
+    def restore() -> bool:
+        """Every array bit-identical again; False if the objective had made one read-only."""
+        restored = [write_back(array, Ellipsis, saved[name]) for name, array in arrays.items()]
+        return all(restored)
 
     points = []
     try:
@@ -406,6 +439,7 @@ def taylor_test(
         center = real_scalar("center", returned)
         if not math.isfinite(center):
             raise NonFiniteEvaluation(side="center", value=center)
+        _still_writable(arrays)
         epsilon = max(parameter_epsilon, _value_epsilon(returned))
         for step in steps:
             moved, deltas = {}, {}
@@ -421,12 +455,16 @@ def taylor_test(
                 continue
             try:
                 for name, array in arrays.items():
-                    array[...] = moved[name]
+                    np.ndarray.__setitem__(array, Ellipsis, moved[name])
                 value = real_scalar("plus", problem.objective(parameters))
-            finally:
+            except BaseException:
                 restore()
-            linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in names)
-            linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in names)
+                raise
+            if not restore():
+                raise ArrayMadeReadOnly(role="parameters")
+            with np.errstate(all="ignore"):
+                linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in names)
+                linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in names)
             if not math.isfinite(value):
                 points.append(
                     TaylorPoint(step, norm, value, linear, math.nan, math.nan, math.nan, "non-finite value", False, False)
@@ -449,6 +487,7 @@ def taylor_test(
                 )
             )
         final = real_scalar("center", problem.objective(parameters))
+        _still_writable(arrays)
     finally:
         restore()
 

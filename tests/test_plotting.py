@@ -114,7 +114,7 @@ def test_scan_figure_shades_each_records_regime(records):
     from matplotlib.colors import to_rgb
 
     for span, record in zip(spans, reversed(records)):
-        assert to_rgb(span.get_facecolor()) == to_rgb(REGIME_COLORS[record.phase])
+        assert to_rgb(span.get_facecolor()) == to_rgb(REGIME_COLORS[record.regime])
         left, right = span.get_x(), span.get_x() + span.get_width()
         assert left < record.check.difference.requested_step < right
     labels = figure.axes[0].get_legend_handles_labels()[1]

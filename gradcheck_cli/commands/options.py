@@ -8,6 +8,7 @@ them.
 """
 
 import contextlib
+import os
 import sys
 
 import click
@@ -144,8 +145,10 @@ def user_problem(reference: str):
     """Load the user's problem for a command and keep the user's code apart from gradcheck's.
 
     Whatever the user's code prints goes to stderr, since stdout carries
-    results only (a ``--json`` document must stay one document). An
-    exception that comes out of the user's objective (SystemExit included)
+    results only (a ``--json`` document must stay one document): ``print``,
+    and anything written to file descriptor 1. An exception that comes out
+    of the user's objective (SystemExit, GeneratorExit, any BaseException
+    but KeyboardInterrupt)
     becomes :class:`ObjectiveRaised`, one line and exit 2: the library lets
     it propagate unchanged after restoring every array. Any other exception
     is gradcheck's own defect and is left alone, so it is reported as an
@@ -167,14 +170,49 @@ def user_problem(reference: str):
 
         return call
 
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr():
         try:
             problem = load_problem(reference)
             yield dataclasses.replace(problem, objective=watched(problem.objective))
-        except (Exception, SystemExit) as error:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # GeneratorExit and the user's own BaseException subclasses too
             if raised and error is raised[-1] and not isinstance(error, GradCheckError):
                 raise ObjectiveRaised(reference=reference, error=_one_line(error)) from error
             raise
+
+
+@contextlib.contextmanager
+def _descriptor_1_to_stderr():
+    """Point file descriptor 1 at stderr meanwhile: ``os.write(1, ...)``, C code and ``os.system`` too.
+
+    C's stdio buffers are flushed before descriptor 1 is given back, so that
+    what a C extension printed lands on stderr as well.
+    """
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__):
+        if stream is not None:
+            stream.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # descriptor 1 is closed: there is nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (ImportError, OSError, AttributeError, TypeError):
+        pass
 
 
 PROBLEM_HELP = (
