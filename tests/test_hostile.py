@@ -295,6 +295,65 @@ def test_3_every_array_is_restored_whatever_the_objective_does_to_it(problems, d
     assert np.asarray(w).tobytes() == before
 
 
+# ------------------------------------------------------------------ item 4
+
+
+def _npy(path: Path, shape, dtype="<f8", data_bytes=None) -> str:
+    """A .npy file whose header claims ``shape`` of ``dtype``, followed by ``data_bytes`` bytes."""
+    import io
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": dtype, "fortran_order": False, "shape": tuple(shape)})
+    path.write_bytes(header.getvalue() + bytes(8 if data_bytes is None else data_bytes))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, data_bytes",
+    [
+        ((10**12,), "<f8", None),
+        ((10**6, 10**6), "<f4", None),
+        ((2, 3), "<f8", 40),  # one element short
+        ((2, 3), "<i8", 56),  # one element too many
+        ((2**62, 4), "<f8", None),
+    ],
+)
+@pytest.mark.parametrize("option", ["--logits", "--analytic"])
+def test_4_a_npy_header_that_claims_more_than_the_file_holds_is_bad_input(tmp_path, shape, dtype, data_bytes, option):
+    path = _npy(tmp_path / "claims.npy", shape, dtype, data_bytes)
+    count = math.prod(shape)
+    assert_bad_input(["nll", option, path], f"--{option[2:]} file", "header claims", f"{count} elements")
+
+
+# ------------------------------------------------------------------ item 5
+
+
+def test_5_a_selection_that_cannot_fit_in_memory_is_refused_up_front(problems, monkeypatch):
+    from gradcheck_cli import sampling
+    from gradcheck_cli.errors import TooManySamples
+
+    for shape, samples, count in [("1000000000000", "1000000000000", 10**12), ("100000,100000", "10000000000", 10**10)]:
+        assert_bad_input(["sample", "--shape", shape, "--max-samples", samples], f"selects {count} coordinates")
+    (problems / "huge.py").write_text(
+        "import numpy as np\n"
+        "def problem():\n"
+        "    w = np.zeros(10**7)\n"
+        "    return (lambda p: float(p['w'][0]), {'w': w}, {'w': np.zeros(10**7)})\n"
+    )
+    assert_bad_input(["check", f"{problems / 'huge.py'}:problem", "--samples", "all"], "selects 10000000 coordinates")
+    with pytest.raises(TooManySamples, match="selects 100000000 coordinates"):
+        sampling.sample_tensor_coordinates([10**4, 10**4], 10**8)
+    # The limit is the memory available, whatever it is: with room for 5000 coordinates' records,
+    # 5000 are sampled and 5001 refused.
+    monkeypatch.setattr(sampling, "available_memory", lambda: 5000 * sampling.COORDINATE_BYTES)
+    assert len(sampling.sample_tensor_coordinates([10**6], 5000)) == 5000
+    with pytest.raises(TooManySamples, match="selects 5001 coordinates, more than the 5000"):
+        sampling.sample_tensor_coordinates([10**6], 5001)
+    w = np.zeros(6000)
+    with pytest.raises(GradCheckError, match="selects 6000 coordinates"):
+        check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, samples="all")
+
+
 # ------------------------------------------------------------------ item 6
 
 
@@ -427,6 +486,36 @@ def test_8_ctrl_c_while_the_results_are_written_leaves_them_whole(output):
     expected = invoke(*arguments[3:], *output).stdout_bytes
     assert received == expected and len(expected) > 100_000
     assert status == EXIT_INTERRUPTED and stderr == "Error: interrupted\n"
+
+
+# ------------------------------------------------------------------ item 9
+
+
+@pytest.mark.parametrize(
+    "options, phrase",
+    [
+        (["--step", "0"], "requested step 0.0 must be positive"),
+        (["--step", "nan"], "requested step NaN must be positive"),
+        (["--tolerance", "-1"], "tolerance -1.0 must be finite"),
+        (["--samples", "0"], "needs at least one sample"),
+        (["--samples", "-3"], "must be a positive whole number"),
+        (["--analytic", "fixtures/golden/inputs/gradient-1x3.json"], "does not match analytic-gradient shape [1, 3]"),
+    ],
+)
+@pytest.mark.parametrize("logits", [None, "fixtures/golden/inputs/logits-3x4.json"])
+def test_9_nll_validates_the_request_before_computing_anything(monkeypatch, options, phrase, logits):
+    from gradcheck_cli import nll
+    from gradcheck_cli.commands import nll as nll_command
+
+    def must_not_run(*arguments, **keywords):
+        raise AssertionError("computed before the request was validated")
+
+    monkeypatch.setattr(nll, "indexed_mean_nll", must_not_run)
+    monkeypatch.setattr(nll, "hand_derived_nll_gradient", must_not_run)
+    if "--analytic" not in options:
+        monkeypatch.setattr(nll_command, "load_array", must_not_run)
+    arguments = ["nll", *options, *(["--logits", logits, "--targets", "3,1,2"] if logits else [])]
+    assert_bad_input(arguments, phrase)
 
 
 # ------------------------------------------------------------------ item 10

@@ -8,6 +8,7 @@ them.
 """
 
 import contextlib
+import math
 import os
 import sys
 
@@ -117,10 +118,13 @@ def load_array(path: str, option: str):
     if not raw.strip():
         raise InputFileError(option=option, path=path, problem="is empty")
     if raw.startswith(b"\x93NUMPY"):
+        _check_npy_header(raw, option, path)
         try:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise InputFileError(option=option, path=path, problem=f"is not a readable .npy array: {error}") from None
+        except MemoryError:
+            raise InputFileError(option=option, path=path, problem="is a .npy array too large for memory") from None
     else:
         try:
             data = json.loads(raw)
@@ -137,7 +141,38 @@ def load_array(path: str, option: str):
             raise InputFileError(option=option, path=path, problem="is not a rectangular nested list of numbers")
     if array.dtype.kind not in "iuf" or array.dtype.itemsize > 8:
         raise InputFileError(option=option, path=path, problem=f"must hold real numbers, got dtype {array.dtype}")
-    return array.astype(np.float64)
+    try:
+        return array.astype(np.float64)
+    except MemoryError:
+        raise InputFileError(option=option, path=path, problem="is too large for memory as float64") from None
+
+
+def _check_npy_header(raw: bytes, option: str, path: str) -> None:
+    """InputFileError unless the .npy header's shape and dtype account for exactly the data that follows.
+
+    A 128-byte file may claim 10¹² elements; it is refused before anything is allocated.
+    """
+    import io
+
+    import numpy as np
+
+    stream = io.BytesIO(raw)
+    try:
+        version = np.lib.format.read_magic(stream)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(stream)
+    except (ValueError, OSError, EOFError, TypeError) as error:
+        raise InputFileError(option=option, path=path, problem=f"is not a readable .npy array: {error}") from None
+    if dtype.hasobject:
+        return  # np.load refuses it (allow_pickle=False) with its own message
+    count = math.prod(shape)
+    claimed, held = count * dtype.itemsize, len(raw) - stream.tell()
+    if claimed != held:
+        problem = (
+            f"is not a readable .npy array: its header claims shape {list(shape)} of {dtype} "
+            f"({count} elements, {claimed} bytes) but {held} bytes of data follow"
+        )
+        raise InputFileError(option=option, path=path, problem=problem)
 
 
 @contextlib.contextmanager
