@@ -8,6 +8,7 @@ VENV := .venv
 STAMP := .installed
 
 .PHONY: install run test golden startup bench clean
+.DEFAULT_GOAL := install
 
 ifeq ($(shell $(PYTHON) -c "import sys; print(sys.prefix != sys.base_prefix)" 2>/dev/null),True)
 PY := $(PYTHON)
@@ -23,12 +24,21 @@ ifneq ($(shell $(PY) tools/install_check.py "$(CURDIR)" "$(EXTRAS)" 2>/dev/null 
 $(shell rm -f $(STAMP))
 endif
 
-# One line, not a traceback, when this Python cannot make the virtualenv.
+# One line, not a traceback, when the virtualenv is still to be made and this Python cannot make it.
+ifneq ($(MAKE_VENV),)
+ifeq ($(wildcard $(MAKE_VENV)),)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
+ifneq ($(shell $(PYTHON) -c "import sys; print(sys.version_info >= (3, 10))" 2>/dev/null),True)
+$(error gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one: run make PYTHON=/path/to/python3.10-or-newer)
+endif
+ifneq ($(shell $(PYTHON) -c "import venv, ensurepip" 2>/dev/null && echo yes),yes)
+$(error '$(PYTHON)' cannot create a virtualenv: install its venv module (Debian, Ubuntu: apt-get install python3-venv), or run make PYTHON=/path/to/a/virtualenv/bin/python)
+endif
+endif
+endif
+endif
+
 $(VENV)/bin/pip:
-	@$(PYTHON) -c "import sys; sys.exit(sys.version_info < (3, 10))" 2>/dev/null || \
-		{ echo "make: gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one (run make PYTHON=/path/to/python3.10 or newer)" >&2; exit 1; }
-	@$(PYTHON) -c "import venv, ensurepip" 2>/dev/null || \
-		{ echo "make: '$(PYTHON)' cannot create a virtualenv: install its venv module (Debian, Ubuntu: apt-get install python3-venv) or run make PYTHON=/path/to/a/virtualenv/bin/python" >&2; exit 1; }
 	$(PYTHON) -m venv --clear $(VENV)
 
 $(STAMP): pyproject.toml | $(MAKE_VENV)
