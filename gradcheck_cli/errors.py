@@ -422,7 +422,7 @@ class PlottingUnavailable(GradCheckError):
     fields = ()
 
     def describe(self):
-        return "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+        return "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
 
 
 class UnsupportedPlotFormat(GradCheckError):

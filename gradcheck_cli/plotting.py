@@ -1,6 +1,6 @@
 """Pictures of the error curve: matplotlib figures and a pure-text chart.
 
-matplotlib is an optional extra (``pip install 'gradcheck-cli[plot]'``) and
+matplotlib is an optional extra (the ``plot`` extra, which ``make install`` installs) and
 is imported only inside the figure functions; without it they raise
 :class:`~gradcheck_cli.errors.PlottingUnavailable`. Figures are built with
 the object-oriented API on an Agg canvas: pyplot is never imported, no

@@ -387,8 +387,8 @@ def _nll_lines(example) -> list:
     return lines
 
 
-def _rejected_lines(errors) -> list:
-    return [f"rejected {request}: {error}" for request, error in errors.items()]
+def _rejected_lines(errors, labels) -> list:
+    return [f"rejected {labels.get(request, request)}: {error}" for request, error in errors.items()]
 
 
 def _names(names) -> str:
@@ -576,10 +576,12 @@ def sample(coordinates: Sequence) -> Section:
     return Section("sample", coordinates, lambda: _sample_lines(coordinates), lambda: _tables().sample(coordinates))
 
 
-def rejected(errors: Mapping[str, Exception]) -> Section:
-    """Rejected requests: request name → the GradCheckError it raised."""
-    errors = dict(errors)
-    return Section("rejected", errors, lambda: _rejected_lines(errors), lambda: _tables().rejected(errors))
+def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) -> Section:
+    """Rejected requests: request key (JSON) → the GradCheckError it raised; ``labels`` name them in text."""
+    errors, labels = dict(errors), dict(labels or {})
+    return Section(
+        "rejected", errors, lambda: _rejected_lines(errors, labels), lambda: _tables().rejected(errors, labels)
+    )
 
 
 def check(report) -> Section:

@@ -410,10 +410,11 @@ def taylor(result):
     return _group(table, _chart(taylor_text_chart(result), _TAYLOR_CHART_KEY), verdict)
 
 
-def rejected(errors):
+def rejected(errors, labels=None):
+    labels = labels or {}
     table = _table("Rejected requests", "request", "error", "message")
     for request, error in errors.items():
-        table.add_row(_text(request), _text(type(error).__name__, "bold red"), _text(error))
+        table.add_row(_text(labels.get(request, request)), _text(type(error).__name__, "bold red"), _text(error))
     return table
 
 

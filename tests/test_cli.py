@@ -199,7 +199,7 @@ def test_demo_json_holds_every_section_from_to_dict():
     assert document["scan"] == [record.to_dict() for record in chapter.cubic_step_scan()]
     assert document["kink"] == chapter.absolute_kink_diagnostic().to_dict()
     assert document["nll"] == nll.nll_gradient_check().to_dict()
-    assert document["rejected"]["step leaves the point unchanged"] == chapter.collapsed_step_error().to_dict()
+    assert document["rejected"]["step_leaves_point_unchanged"] == chapter.collapsed_step_error().to_dict()
 
 
 def test_json_holds_the_schema_the_issue_names():

@@ -62,7 +62,7 @@ EXAMPLES = [
     (errors.MissingGradient(name="w"), "the problem has no analytic gradient for parameter 'w'"),
     (errors.NoParameters(), "the problem has no parameters to perturb"),
     (errors.ZeroDirection(norm=0.0), "Taylor-test direction norm 0.0 must be positive and finite"),
-    (errors.PlottingUnavailable(), "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"),
+    (errors.PlottingUnavailable(), "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"),
     (errors.UnsupportedPlotFormat(path="scan.pdf"), "plot file 'scan.pdf' must end in .png or .svg"),
     (errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
     (errors.NotAMapping(role="parameters", values="arrays", type_name="list"), "parameters must be a mapping from parameter names to arrays, got list"),

@@ -646,3 +646,93 @@ def test_12_a_collapsed_quadratic_step_says_which_step_works(point, step):
     assert invoke("quadratic", "--point", point, "--step", smallest).exit_code == EXIT_OK
     below = repr(math.nextafter(float(smallest), 0.0))
     assert invoke("quadratic", "--point", point, "--step", below).exit_code == EXIT_BAD_INPUT
+
+
+# ------------------------------------------------------------------ item 13
+
+
+def _make(directory: Path, *arguments, python):
+    # Not a sub-make of the `make test` that may be running this suite: no inherited flags.
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    command = ["make", "--no-print-directory", *arguments, f"PYTHON={python}"]
+    return subprocess.run(command, cwd=directory, env=environment, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the set-up is make's")
+def test_13_make_sets_up_a_virtualenv_unless_the_interpreter_is_one(tmp_path):
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import install_check
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    # The stamp's check notices a missing extra, and only for the extras asked for.
+    requirements = ['pytest>=7; extra == "test"', "surely-not-installed-gradcheck-dep>=1; extra == 'plot'", "click>=8.1"]
+    assert install_check.missing_requirements({"test"}, requirements) == []
+    assert install_check.missing_requirements({"test", "plot"}, requirements) == ["surely-not-installed-gradcheck-dep"]
+    assert subprocess.run([sys.executable, "tools/install_check.py", str(ROOT), "test"], cwd=ROOT).returncode == 0
+
+    # make's plan, in a copy (make drops a stale stamp as it reads the Makefile).
+    for name in ("Makefile", "pyproject.toml", "tools"):
+        (shutil.copytree if name == "tools" else shutil.copy)(ROOT / name, tmp_path / name)
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    plan = _make(tmp_path, "-n", "test", python=base).stdout
+    assert f"{base} -m venv --clear .venv" in plan and ".venv/bin/python -m pip install" in plan
+    assert plan.rstrip().endswith(".venv/bin/python -m pytest -q")
+    if sys.prefix != sys.base_prefix:  # this suite runs in a virtualenv: make uses it as it is
+        plan = _make(tmp_path, "-n", "test", python=sys.executable).stdout
+        assert "-m venv" not in plan and plan.rstrip().endswith(f"{sys.executable} -m pytest -q")
+
+    # A Python that cannot make a virtualenv (Debian without python3-venv): one line saying what to install.
+    fake = tmp_path / "no-ensurepip"
+    (fake / "ensurepip").mkdir(parents=True)
+    (fake / "ensurepip" / "__init__.py").write_text("raise ImportError('ensurepip is not available')\n")
+    wrapper = tmp_path / "python-without-venv"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={fake} exec {base} "$@"\n')
+    wrapper.chmod(0o755)
+    for goal in ("run", "test"):
+        result = _make(tmp_path, goal, python=wrapper)
+        assert result.returncode != 0 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and "apt-get install python3-venv" in result.stderr
+        assert not (tmp_path / ".venv").exists()
+
+
+# ------------------------------------------------------------------ item 14
+
+
+def test_14_the_readme_agrees_with_the_code():
+    readme = (ROOT / "README.md").read_text()
+    for stale in ("phase", "../shared/spec", "pip install 'gradcheck-cli", "log-log axes; the chart"):
+        assert stale not in readme, stale
+    assert (ROOT / "tests/data/rust-float-formats.tsv").exists() and "tests/data/rust-float-formats.tsv" in readme
+    # The scan row: the keys the README names are the record's keys.
+    document = strict_json(invoke("demo", "--json").stdout)
+    row = next(line for line in readme.splitlines() if line.startswith("| `scan` |"))
+    assert set(document["scan"][0]) == {"regime", "requested_step", "check", "error"}
+    assert all(f'"{key}"' in row for key in document["scan"][0])
+    # No key of a JSON document has a space: the demo's rejected requests are snake_case.
+    assert list(document["rejected"]) == [
+        "zero_step",
+        "step_leaves_point_unchanged",
+        "non_finite_objective_value",
+        "shape_mismatch",
+    ]
+
+    def keys(value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield key
+                yield from keys(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from keys(item)
+
+    for arguments in (["demo"], ["scan", "--point", "100", "--advise"], ["check", PORTABLE, "--step", "auto"]):
+        assert not [key for key in keys(strict_json(invoke(*arguments, "--json").stdout)) if " " in key]
+    # check --step auto: one key, "check", whose report holds the advice, as the README says.
+    auto = strict_json(invoke("check", PORTABLE, "--step", "auto", "--json").stdout)
+    assert list(auto) == ["check"] and auto["check"]["step_advice"] is not None
+    row = next(line for line in readme.splitlines() if line.startswith("| `check` |"))
+    assert '`{"check": report}`' in row and "`step_advice`" in row
+    assert "one column per requested step" in readme

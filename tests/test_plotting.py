@@ -190,7 +190,7 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(PlottingUnavailable) as caught:
         scan_figure(records)
-    assert str(caught.value) == "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+    assert str(caught.value) == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
     with pytest.raises(PlottingUnavailable):
         taylor_figure(taylor_result)
 
