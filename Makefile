@@ -1,44 +1,70 @@
-# The README's two commands: `make run` (the chapter's demo) and `make test`.
+# The README's two commands: `make run` (the chapter's demo) and `make test`. From a fresh clone
+# they do the whole set-up with any Python >= 3.10: when $(PYTHON) is not a virtualenv (a Linux
+# distribution's /usr/bin/python3 refuses pip installs, PEP 668), they create .venv with it and
+# install and run there; a virtualenv's (or pyenv's virtualenv's) python is used as it is.
 PYTHON ?= python3
 EXTRAS ?= test,bfloat16,plot
+VENV := .venv
 STAMP := .installed
 
 .PHONY: install run test golden startup bench clean
+.DEFAULT_GOAL := install
 
-# The stamp only says pip ran; it outlives a new virtualenv or a machine whose site-packages were
-# reset. So it is dropped (and pip runs again) whenever $(PYTHON) does not import gradcheck_cli from
-# this checkout through its installation: the check first takes this directory off sys.path.
-IMPORTS_THIS_CHECKOUT = import os, sys; here = os.path.realpath(sys.argv[1]); \
-	sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != here]; import gradcheck_cli; \
-	sys.exit(not os.path.realpath(gradcheck_cli.__file__).startswith(here + os.sep))
-ifneq ($(shell $(PYTHON) -c "$(IMPORTS_THIS_CHECKOUT)" "$(CURDIR)" 2>/dev/null && echo yes),yes)
+ifeq ($(shell $(PYTHON) -c "import sys; print(sys.prefix != sys.base_prefix)" 2>/dev/null),True)
+PY := $(PYTHON)
+MAKE_VENV :=
+else
+PY := $(VENV)/bin/python
+MAKE_VENV := $(VENV)/bin/pip
+endif
+
+# The stamp only says pip ran; it is dropped (and pip runs again) unless $(PY) imports
+# gradcheck_cli from this checkout with every requirement of $(EXTRAS) installed.
+ifneq ($(shell $(PY) tools/install_check.py "$(CURDIR)" "$(EXTRAS)" 2>/dev/null && echo yes),yes)
 $(shell rm -f $(STAMP))
 endif
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
+# One line, not a traceback, when the virtualenv is still to be made and this Python cannot make it.
+ifneq ($(MAKE_VENV),)
+ifeq ($(wildcard $(MAKE_VENV)),)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
+ifneq ($(shell $(PYTHON) -c "import sys; print(sys.version_info >= (3, 10))" 2>/dev/null),True)
+$(error gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one: run make PYTHON=/path/to/python3.10-or-newer)
+endif
+ifneq ($(shell $(PYTHON) -c "import venv, ensurepip" 2>/dev/null && echo yes),yes)
+$(error '$(PYTHON)' cannot create a virtualenv: install its venv module (Debian, Ubuntu: apt-get install python3-venv), or run make PYTHON=/path/to/a/virtualenv/bin/python)
+endif
+endif
+endif
+endif
+
+$(VENV)/bin/pip:
+	$(PYTHON) -m venv --clear $(VENV)
+
+$(STAMP): pyproject.toml | $(MAKE_VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
 
 install: $(STAMP)
 
 run: $(STAMP)
-	$(PYTHON) -m gradcheck_cli demo
+	$(PY) -m gradcheck_cli demo
 
 test: $(STAMP)
-	$(PYTHON) -m pytest -q
+	$(PY) -m pytest -q
 
 # Rewrite every case in fixtures/golden/ from the current code; review `git diff fixtures/golden` after.
 golden: $(STAMP)
-	$(PYTHON) tests/golden.py
+	$(PY) tests/golden.py
 
 # The scalar subcommands must not import numpy or rich: prints the offending imports and fails if they do.
 startup: $(STAMP)
-	@! $(PYTHON) -X importtime -m gradcheck_cli quadratic 2>&1 >/dev/null | grep -E '\b(numpy|rich)\b'
+	@! $(PY) -X importtime -m gradcheck_cli quadratic 2>&1 >/dev/null | grep -E '\b(numpy|rich)\b'
 	@echo "gradcheck quadratic imports neither numpy nor rich"
 
 clean:
-	rm -rf $(STAMP) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(STAMP) $(VENV) build *.egg-info .pytest_cache .hypothesis
 
 # Measure start-up, harness overhead, scale and peers; prints figures and ratios, asserts no times.
 bench: $(STAMP)
-	$(PYTHON) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py

@@ -25,6 +25,7 @@ from .diagnosis import Diagnosis, diagnose_parameter, diagnose_report
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
+    ArrayMadeReadOnly,
     AtParameter,
     DuplicateCoordinate,
     EmptyTensor,
@@ -294,8 +295,9 @@ class _Probed:
 class _Objective:
     """The user's objective, called as ``objective(parameters)`` and counted; f(θ) kept."""
 
-    def __init__(self, objective: Callable, parameters: Mapping):
+    def __init__(self, objective: Callable, parameters: Mapping, checked: list):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
+        self.checked = checked
 
     def __call__(self, _parameters=None):
         self.calls += 1
@@ -304,6 +306,8 @@ class _Objective:
     def center(self) -> float:
         """f(θ) with every array restored, validated and recorded for the purity measurement."""
         value = evaluated_value("center", self())
+        if not all(array.flags.writeable for array in self.checked):
+            raise ArrayMadeReadOnly(role="parameters")
         self.centers.append(value)
         return value
 
@@ -370,7 +374,7 @@ def check_gradients(
     plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler)
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-    counted = _Objective(objective, parameters)
+    counted = _Objective(objective, parameters, [planned.array for planned in plan])
     total = sum(len(planned.coordinates) for planned in plan)
     if progress is not None:
         progress(0, total)
@@ -728,14 +732,14 @@ def _per_parameter(role: str, value, validate: Callable, parameters: Mapping):
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        return validate(value)
+        return validate(value, role)
     _validate_mapping(role, "numbers", value)
     validated = {}
     for name, item in value.items():
         if name not in parameters:
             raise UnknownParameter(name=name, available=list(parameters))
         try:
-            validated[name] = validate(item)
+            validated[name] = validate(item, role)
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
     return validated

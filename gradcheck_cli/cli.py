@@ -34,6 +34,7 @@ and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 
 import functools
 import importlib
+import io
 import os
 import sys
 from typing import NamedTuple
@@ -52,6 +53,8 @@ __all__ = [
     "EXIT_INTERNAL_ERROR",
     "EXIT_INTERRUPTED",
     "EXIT_BROKEN_PIPE",
+    "EXIT_OUTPUT_FAILED",
+    "OutputFailed",
     "CommandLineError",
     "Report",
     "exit_status",
@@ -67,6 +70,12 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
+#: sysexits.h's EX_IOERR: stdout cannot be written (a full disk, ``>&-``); neither a verdict nor a defect.
+EXIT_OUTPUT_FAILED = 74
+
+
+class OutputFailed(Exception):
+    """The results could not be written to stdout (the OSError that said so is ``__cause__``)."""
 
 
 class Report(NamedTuple):
@@ -95,10 +104,14 @@ def exit_status(outcome) -> int:
       read as a verdict on the user's gradient);
     - 130: interrupted (Ctrl-C);
     - 141: the reader of stdout went away (``gradcheck demo | head``), as a
-      shell reports a process killed by SIGPIPE.
+      shell reports a process killed by SIGPIPE;
+    - 74: stdout cannot be written (``>/dev/full``, ``>&-``): sysexits.h's
+      EX_IOERR, neither a verdict (1) nor a defect (3).
     """
     if isinstance(outcome, BrokenPipeError):
         return EXIT_BROKEN_PIPE
+    if isinstance(outcome, OutputFailed):
+        return EXIT_OUTPUT_FAILED
     if isinstance(outcome, (GradCheckError, click.ClickException)):
         return EXIT_BAD_INPUT
     if isinstance(outcome, (KeyboardInterrupt, click.Abort)):
@@ -167,14 +180,17 @@ def output_options(command):
 
 
 def run(output_format: str, compute) -> None:
-    """Call ``compute() -> Report``, render it, and exit with :func:`exit_status`.
+    """Call ``compute() -> Report``, render it whole, write it, and exit with :func:`exit_status`.
 
     A rejected request (any GradCheckError) becomes one line on stderr, its
-    ``to_dict()`` under "error" on stdout for JSON, and exit status 2.
+    ``to_dict()`` under "error" on stdout for JSON, and exit status 2. The
+    result is rendered completely before the first byte is written, so Ctrl-C
+    or a failure while rendering leaves stdout empty.
     """
     ctx = click.get_current_context()
     try:
         report = compute()
+        text = render.render(report.sections, output_format)
     except GradCheckError as error:
         render.write_error(error, output_format)
         ctx.exit(exit_status(error))
@@ -182,14 +198,68 @@ def run(output_format: str, compute) -> None:
         # Caught here rather than by click, which would print an empty line first.
         render.write_interrupted()
         ctx.exit(exit_status(interrupt))
-    try:
-        render.write(report.sections, output_format)
-        sys.stdout.flush()
-    except BrokenPipeError as closed:
-        # Nobody reads the rest; keep the interpreter from failing again at its final flush.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        ctx.exit(exit_status(closed))
+    render.emit(text)
     ctx.exit(exit_status(report))
+
+
+class HeldStdout(io.StringIO):
+    """``sys.stdout`` while a command runs: everything it gets is held, then written once, whole.
+
+    It answers ``isatty()`` and ``encoding`` for the real stdout, so tables
+    still get a terminal's width and colour.
+    """
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    @property
+    def encoding(self):
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def isatty(self):
+        return getattr(self.stream, "isatty", lambda: False)()
+
+
+def deliver(text: str, stream, status: int) -> int:
+    """Write ``text`` to ``stream`` and return ``status``, or the status of a stdout that failed.
+
+    A reader that went away is 141 and says nothing; any other failure to
+    write (a full disk, a closed descriptor) is one line on stderr and 74.
+    """
+    try:
+        if text:
+            render.emit(text, stream)
+        return status
+    except BrokenPipeError as closed:
+        _silence_stdout(stream)
+        return exit_status(closed)
+    except KeyboardInterrupt as interrupt:
+        render.write_interrupted()
+        return exit_status(interrupt)
+    except OSError as error:
+        _silence_stdout(stream)
+        return _report_output_failure(error)
+
+
+def _report_output_failure(error: OSError) -> int:
+    reason = error.strerror or str(error) or type(error).__name__
+    click.echo(f"Error: cannot write the results to stdout: {reason}", err=True)
+    failed = OutputFailed(reason)
+    failed.__cause__ = error
+    return exit_status(failed)
+
+
+def _silence_stdout(stream) -> None:
+    """Point stdout's descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
+    try:
+        descriptor = stream.fileno()  # not CliRunner's stream, which has none
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != descriptor:
+        os.dup2(null, descriptor)
+        os.close(null)
 
 
 def _format_in_words(words) -> str:
@@ -260,19 +330,43 @@ class GradcheckGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         words = list(sys.argv[1:] if args is None else args)
-        try:
-            status = super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.ClickException as error:
-            status = _report_click_error(error, words)
-        except click.Abort as interrupt:
-            render.write_interrupted()
-            status = exit_status(interrupt)
-        except Exception as error:  # a defect in gradcheck: still one line, and never status 1
-            click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
-            status = exit_status(error)
+        status = self._main(words, prog_name, complete_var, **extra)
         if standalone_mode:
             sys.exit(status)
         return status
+
+    def _main(self, words, prog_name, complete_var, **extra) -> int:
+        for stream in (sys.stdout, sys.stderr):
+            render.spell_unencodable_in_ascii(stream)
+        stdout = sys.stdout
+        if stdout is None:  # `gradcheck ... >&-`: nowhere to put the results, so do no work
+            return _report_output_failure(render.StdoutUnavailable(0, "stdout is closed"))
+        sys.stdout = held = HeldStdout(stdout)
+        try:
+            status = self._invoke(words, prog_name, complete_var, **extra)
+        finally:
+            sys.stdout = stdout
+        if status in (EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED):
+            return status  # a defect or Ctrl-C: whatever was held is not a result
+        return deliver(held.getvalue(), stdout, status)
+
+    def _invoke(self, words, prog_name, complete_var, **extra) -> int:
+        try:
+            return super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as error:
+            return _report_click_error(error, words)
+        except (click.Abort, KeyboardInterrupt) as interrupt:
+            render.write_interrupted()
+            return exit_status(interrupt)
+        except SystemExit:
+            raise
+        except BaseException as error:  # a defect in gradcheck: still one line, and never status 1
+            return _report_defect(error)
+
+
+def _report_defect(error: BaseException) -> int:
+    click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
+    return exit_status(error)
 
 
 # ------------------------------------------------------ option value types
@@ -322,8 +416,9 @@ SUBCOMMANDS = {
         "Exit status: 0 when every comparison you asked for passed (the chapter's built-in "
         "wrong candidate and failing scan steps are demonstrations); 1 when a candidate you "
         "supplied with --analytic fails, or your problem fails check or taylor; 2 for bad "
-        "input, with one line on stderr; 3 for an internal error in gradcheck; 130 when interrupted; "
-        "141 when the reader of stdout goes away."
+        "input, with one line on stderr; 3 for an internal error in gradcheck; 74 when stdout "
+        "cannot be written (a full disk, a closed descriptor); 130 when interrupted; 141 when the "
+        "reader of stdout goes away."
     ),
 )
 @click.version_option(__version__, "--version", prog_name="gradcheck", message="%(prog)s %(version)s")

@@ -13,9 +13,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .errors import NonFiniteEvaluation
+from .errors import ArrayMadeReadOnly, NonFiniteEvaluation
 from .estimator import evaluated_value
 from .records import Record
+from .tensors import write_back
 from .judge import ROUNDING_FACTOR, StepEstimate, step_estimate
 
 __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
@@ -96,24 +97,43 @@ def probe_direction(
         return None
     saved = np.array(array, copy=True)
     try:
-        np.copyto(array, plus)
-        plus_value = evaluated_value("plus", evaluate())
-        np.copyto(array, saved)
-        np.copyto(array, minus)
-        minus_value = evaluated_value("minus", evaluate())
+        plus_value = _evaluated_at(array, plus, saved, "plus", evaluate)
+        minus_value = _evaluated_at(array, minus, saved, "minus", evaluate)
     except NonFiniteEvaluation:
         return None
-    finally:
-        np.copyto(array, saved)
-    products = analytic * (plus_shift + minus_shift)
+    with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
+        products = analytic * (plus_shift + minus_shift)
+        squares = (products * products).ravel().tolist()
     return DirectionalProbe(
         multiplier=multiplier,
         minus_value=minus_value,
         plus_value=plus_value,
-        analytic=math.fsum(products.ravel().tolist()) / (2 * multiplier),
-        scale=math.sqrt(math.fsum((products * products).ravel().tolist())) / (2 * multiplier),
+        analytic=_sum(products.ravel().tolist()) / (2 * multiplier),
+        scale=math.sqrt(_sum(squares)) / (2 * multiplier),
         moved=moved,
     )
+
+
+def _sum(values: list) -> float:
+    """math.fsum, or inf/NaN where an addend is (fsum raises on an infinite intermediate)."""
+    try:
+        return math.fsum(values)
+    except (OverflowError, ValueError):
+        with np.errstate(all="ignore"):
+            return float(np.sum(values))
+
+
+def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side: str, evaluate: Callable) -> float:
+    """f with ``probe`` written into ``array``, which is restored from ``saved`` on every path."""
+    try:
+        np.ndarray.__setitem__(array, Ellipsis, probe)
+        value = evaluate()
+    except BaseException:
+        write_back(array, Ellipsis, saved)
+        raise
+    if not write_back(array, Ellipsis, saved):
+        raise ArrayMadeReadOnly(role="parameters")
+    return evaluated_value(side, value)
 
 
 def directional_estimate(

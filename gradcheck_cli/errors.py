@@ -49,6 +49,11 @@ __all__ = [
     "UnexpectedGradient",
     "InvalidSamples",
     "UnknownSampler",
+    "InvalidArgument",
+    "TooManySamples",
+    "ArrayMadeReadOnly",
+    "MaskedValues",
+    "CollapsedStep",
     "InvalidCoordinate",
     "DuplicateCoordinate",
     "SharedParameterMemory",
@@ -154,6 +159,15 @@ class PerturbationUnchanged(GradCheckError):
             f"{self.side} perturbation from point {rust_debug(self.point)} "
             f"by step {rust_debug(self.step)} rounds back to the point"
         )
+
+
+class CollapsedStep(PerturbationUnchanged):
+    """A probe rounded back to the point, and the smallest step that would move both probes."""
+
+    fields = ("side", "point", "step", "smallest_step")
+
+    def describe(self):
+        return f"{super().describe()}; a step of at least {rust_debug(self.smallest_step)} moves both probes"
 
 
 class InvalidActualSpacing(GradCheckError):
@@ -415,7 +429,7 @@ class PlottingUnavailable(GradCheckError):
     fields = ()
 
     def describe(self):
-        return "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+        return "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
 
 
 class UnsupportedPlotFormat(GradCheckError):
@@ -482,6 +496,48 @@ class UnknownSampler(GradCheckError):
 
     def describe(self):
         return f"sampler {self.sampler} is not one of {', '.join(self.available)}"
+
+
+class InvalidArgument(GradCheckError):
+    """An argument has the wrong type: a step that is not a number, names that are not strings, ..."""
+
+    fields = ("argument", "value", "expected")
+
+    def describe(self):
+        return f"{self.argument} must be {self.expected}, got {self.value}"
+
+
+class TooManySamples(GradCheckError):
+    """More coordinates were requested than their records could hold in memory."""
+
+    fields = ("role", "count", "limit")
+
+    def describe(self):
+        return (
+            f"{self.role} selects {self.count} coordinates, more than the {self.limit} whose records "
+            "fit in the memory available; request fewer"
+        )
+
+
+class ArrayMadeReadOnly(GradCheckError):
+    """The objective made a parameter array read-only while it was being probed."""
+
+    fields = ("role",)
+
+    def describe(self):
+        return (
+            f"the objective made the {self.role} array read-only during the check; "
+            "its values were restored and it was left read-only"
+        )
+
+
+class MaskedValues(GradCheckError):
+    """A masked array has masked elements: the check needs every value."""
+
+    fields = ("role", "coordinate")
+
+    def describe(self):
+        return f"{self.role} has a masked element at {rust_list(self.coordinate)}; the check needs every value"
 
 
 class InvalidCoordinate(GradCheckError):

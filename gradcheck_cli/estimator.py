@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .errors import (
+    CollapsedStep,
     InvalidActualSpacing,
+    InvalidArgument,
     InvalidStep,
     InvalidStepSequence,
     InvalidTolerance,
@@ -26,6 +28,7 @@ from .errors import (
     PerturbationNotFinite,
     PerturbationUnchanged,
 )
+from .formatting import short_repr
 from .records import Record
 
 __all__ = [
@@ -43,6 +46,10 @@ __all__ = [
     "compare_gradients",
     "compare_one_sided_slopes",
     "scalar_gradient_check",
+    "real_number",
+    "real_scalar",
+    "smallest_moving_step",
+    "with_smallest_step",
 ]
 
 
@@ -114,30 +121,57 @@ class ScalarGradientCheck(Record):
     comparison: GradientComparison
 
 
-def validate_step(step: float) -> float:
-    """Return ``step`` as a float if it is positive and finite, else raise InvalidStep."""
-    step = float(step)
+def real_number(value, argument: str, expected: str) -> float:
+    """``value`` as a float if it is one real number, else InvalidArgument naming ``argument``.
+
+    A float, an int, a numpy real scalar or 0-d array, anything with
+    ``__float__``; not a bool, a string, a complex number or a sequence. An
+    int too large for a float (``10**400``) is refused too.
+    """
+    if type(value) is float:
+        return value
+    if isinstance(value, (bool, str, bytes)) or _is_complex(value) or getattr(value, "ndim", 0) != 0:
+        raise InvalidArgument(argument=argument, value=short_repr(value), expected=expected)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidArgument(argument=argument, value=short_repr(value), expected=expected + " within float range") from None
+    except (TypeError, ValueError):
+        raise InvalidArgument(argument=argument, value=short_repr(value), expected=expected) from None
+
+
+def validate_step(step: float, argument: str = "step") -> float:
+    """Return ``step`` as a float if it is positive and finite, else raise InvalidStep.
+
+    Something that is not a real number at all is InvalidArgument naming ``argument``.
+    """
+    step = real_number(step, argument, "a positive finite number")
     if not (math.isfinite(step) and step > 0.0):
         raise InvalidStep(step=step)
     return step
 
 
-def validate_steps(steps: Sequence[float]) -> tuple:
+def validate_steps(steps: Sequence[float], argument: str = "steps") -> tuple:
     """``steps`` as a tuple of floats if they are at least two valid steps in strictly decreasing order.
 
     Each step is checked first (InvalidStep names the first bad one), then
     the sequence (InvalidStepSequence): the step advice and the Taylor test
     both walk from the largest step down.
     """
-    steps = tuple(validate_step(step) for step in steps)
+    if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+        raise InvalidArgument(argument=argument, value=short_repr(steps), expected="a sequence of positive finite numbers")
+    steps = tuple(validate_step(step, argument) for step in steps)
     if len(steps) < 2 or any(later >= earlier for earlier, later in zip(steps, steps[1:])):
         raise InvalidStepSequence(steps=list(steps))
     return steps
 
 
-def validate_tolerance(tolerance: float) -> float:
-    """Return ``tolerance`` as a float if it is finite and nonnegative, else raise InvalidTolerance."""
-    tolerance = float(tolerance)
+def validate_tolerance(tolerance: float, argument: str = "tolerance") -> float:
+    """Return ``tolerance`` as a float if it is finite and nonnegative, else raise InvalidTolerance.
+
+    Something that is not a real number at all is InvalidArgument naming ``argument``.
+    """
+    tolerance = real_number(tolerance, argument, "a finite nonnegative number")
     if not (math.isfinite(tolerance) and tolerance >= 0.0):
         raise InvalidTolerance(tolerance=tolerance)
     return tolerance
@@ -227,13 +261,17 @@ def real_scalar(side: str, value) -> float:
     subclass), or a 0-d complex array. ``float()`` of the numpy ones would
     quietly keep the real part.
     """
-    shape = getattr(value, "shape", ())
-    if shape == () and not (isinstance(value, (str, bytes)) or _is_complex(value)):
-        try:
+    try:
+        shape = getattr(value, "shape", ())
+        if shape == () and not (isinstance(value, (str, bytes)) or _is_complex(value)):
             return float(value)
-        except (TypeError, ValueError):
-            pass
-    described = type(value).__name__ + (f" of shape {tuple(shape)}" if shape != () else "")
+        described = type(value).__name__ + (f" of shape {tuple(shape)}" if shape != () else "")
+    except (TypeError, ValueError):
+        described = type(value).__name__
+    except OverflowError:
+        described = f"{type(value).__name__} too large for a float"
+    except Exception as error:  # the user's value: its __float__ or .shape raised
+        described = f"{type(value).__name__} whose conversion to float raised {type(error).__name__}"
     raise NonScalarEvaluation(side=side, returned=described)
 
 
@@ -382,6 +420,32 @@ def scalar_gradient_check(
     has the requirements of :func:`central_difference`.
     """
     validate_tolerance(tolerance)
-    difference = central_difference(point, step, evaluate)
+    try:
+        difference = central_difference(point, step, evaluate)
+    except PerturbationUnchanged as error:
+        raise with_smallest_step(error) from error
     comparison = compare_gradients(analytic, difference.derivative, tolerance)
     return ScalarGradientCheck(difference=difference, comparison=comparison)
+
+
+def smallest_moving_step(point: float) -> float:
+    """The smallest requested step h for which fl(point − h) and fl(point + h) both differ from ``point``.
+
+    Just over half the wider of the two gaps to the neighbouring floats
+    (round to nearest, ties to even); infinite next to the largest float.
+    """
+    point = float(point)
+    below = point - math.nextafter(point, -math.inf)
+    above = math.nextafter(point, math.inf) - point
+    step = max(below, above) / 2.0
+    while math.isfinite(step) and (point - step == point or point + step == point):
+        step = math.nextafter(step, math.inf)
+    return step
+
+
+def with_smallest_step(error: PerturbationUnchanged) -> PerturbationUnchanged:
+    """``error`` as a :class:`CollapsedStep`, which also says the smallest step that would work."""
+    smallest = smallest_moving_step(error.point)
+    if isinstance(error, CollapsedStep) or not math.isfinite(smallest):
+        return error
+    return CollapsedStep(side=error.side, point=error.point, step=error.step, smallest_step=smallest)

@@ -3,12 +3,12 @@
 The chapter's demo prints with four Rust format specifiers. Python's own
 formatting is correctly rounded, as Rust's is, so each one is Python's
 closest format with Rust's spelling of exponents and non-finite values.
-`../shared/spec/rust-float-formats.tsv` is the acceptance table.
+`tests/data/rust-float-formats.tsv` (from the course's spec) is the acceptance table.
 """
 
 import math
 
-__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list"]
+__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list", "short_repr"]
 
 
 def _non_finite(value: float) -> str:
@@ -89,3 +89,13 @@ def rust_list(values) -> str:
         else:
             parts.append(str(value))
     return f"[{', '.join(parts)}]"
+
+
+def short_repr(value, limit: int = 40) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters (10**400 has 401 digits)."""
+    try:
+        text = repr(value)
+    except Exception:  # a value whose __repr__ raises still has a type
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"

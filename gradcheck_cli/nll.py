@@ -18,8 +18,10 @@ import numpy as np
 
 from .chapter import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
 from .errors import InvalidLogits, InvalidTargets
+from .estimator import validate_step, validate_tolerance
 from .records import Record
-from .tensors import TensorGradientCheck, sampled_tensor_gradient_check
+from .sampling import sample_tensor_coordinates, validate_samples
+from .tensors import TensorGradientCheck, parameter_and_gradient, sampled_tensor_gradient_check
 
 __all__ = [
     "LOGIT_SHAPE",
@@ -147,8 +149,15 @@ def nll_gradient_check(
     otherwise. ``analytic`` defaults to :func:`hand_derived_nll_gradient`; a
     user's own backward output checks their softmax-cross-entropy gradient.
     """
+    # The whole request is validated before the loss or a gradient is computed: on a 10⁷-element
+    # file those take seconds and hundreds of MB.
+    step, tolerance = validate_step(step), validate_tolerance(tolerance)
+    samples = validate_samples(samples)
     logits = chapter_logits() if logits is None else logits
     target_array = validate_nll_inputs(logits, targets)
+    if analytic is not None:
+        _, analytic = parameter_and_gradient(logits, analytic)
+    sample_tensor_coordinates(logits.shape, samples)
     path = "user-supplied" if analytic is not None else ANALYTIC_PATH
     if analytic is None:
         analytic = hand_derived_nll_gradient(logits, target_array)

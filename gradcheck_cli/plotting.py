@@ -1,6 +1,6 @@
 """Pictures of the error curve: matplotlib figures and a pure-text chart.
 
-matplotlib is an optional extra (``pip install 'gradcheck-cli[plot]'``) and
+matplotlib is an optional extra (the ``plot`` extra, which ``make install`` installs) and
 is imported only inside the figure functions; without it they raise
 :class:`~gradcheck_cli.errors.PlottingUnavailable`. Figures are built with
 the object-oriented API on an Agg canvas: pyplot is never imported, no
@@ -140,7 +140,7 @@ def scan_figure(records=(), advice=None):
 
     if isinstance(records, StepAdvice):
         records, advice = (), records
-    records = list(records)
+    records = [record for record in records if record.check is not None]  # not the rejected steps
     if not records and advice is None:
         raise ValueError("scan_figure needs scan records, step advice, or both")
     figure = _new_figure()
@@ -151,7 +151,7 @@ def scan_figure(records=(), advice=None):
     if records:
         steps = [record.check.difference.requested_step for record in records]
         errors = [record.check.comparison.scaled_error for record in records]
-        _shade_regimes(axes, steps, [record.phase for record in records])
+        _shade_regimes(axes, steps, [record.regime for record in records])
         xs, ys = _positive(steps, errors)
         axes.plot(xs, ys, marker="o", color="#1f3b73", label="scaled error (analytic)", gid="scaled-error")
         tolerance = records[0].check.comparison.tolerance
@@ -338,7 +338,7 @@ def scan_text_chart(records=(), advice=None, *, height: int = 8) -> str:
                 "○",
             )
         )
-    records = list(records)
+    records = [record for record in records if record.check is not None]  # not the rejected steps
     if records:
         series.append(
             (

@@ -26,6 +26,8 @@ from .errors import (
     AtCoordinate,
     AtParameter,
     GradCheckError,
+    InvalidArgument,
+    InvalidParameterName,
     InvalidProblemReference,
     MissingGradient,
     NoParameters,
@@ -42,12 +44,14 @@ from .errors import (
     UnknownParameter,
     exception_line,
 )
+from .formatting import short_repr
 from .tensors import parameter_and_gradient
 
 __all__ = [
     "GradientProblem",
     "as_problem",
     "load_problem",
+    "parameter_name",
     "selected_names",
     "reject_shared_memory",
     "validated_whole_gradients",
@@ -101,10 +105,13 @@ def selected_names(parameters: Mapping, gradients: Mapping, names=None) -> list:
     parameter needs an analytic gradient. UnknownParameter, NoParameters or
     MissingGradient otherwise.
     """
+    for mapping in (parameters, gradients):
+        for key in mapping:
+            parameter_name(key)
     if names is None:
         selected = list(parameters)
     else:
-        wanted = [names] if isinstance(names, str) else list(names)
+        wanted = _wanted_names(names)
         for name in wanted:
             if name not in parameters:
                 raise UnknownParameter(name=name, available=list(parameters))
@@ -115,6 +122,32 @@ def selected_names(parameters: Mapping, gradients: Mapping, names=None) -> list:
         if name not in gradients:
             raise MissingGradient(name=name)
     return selected
+
+
+def parameter_name(key) -> str:
+    """``key`` if it is a parameter name: a string that UTF-8 can encode; else InvalidParameterName."""
+    if not isinstance(key, str):
+        raise InvalidParameterName(name=short_repr(key), type_name=type(key).__name__)
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidParameterName(name=ascii(key), type_name="a str with a lone surrogate, not UTF-8 text") from None
+    return key
+
+
+def _wanted_names(names) -> list:
+    expected = "a parameter name or an iterable of parameter names"
+    if isinstance(names, str):
+        return [parameter_name(names)]
+    try:
+        wanted = list(names)
+    except TypeError:
+        raise InvalidArgument(argument="names", value=short_repr(names), expected=expected) from None
+    for name in wanted:
+        if not isinstance(name, str):
+            raise InvalidArgument(argument="names", value=f"{short_repr(wanted)} holding {short_repr(name)}", expected=expected)
+        parameter_name(name)
+    return wanted
 
 
 def reject_shared_memory(parameters: Mapping, names) -> None:
@@ -211,7 +244,9 @@ def load_problem(reference: str) -> GradientProblem:
             raise NotCallable(role=reference, type_name=type(function).__name__)
         try:
             returned = function()
-        except (Exception, SystemExit) as error:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # SystemExit, GeneratorExit, the user's own BaseException subclasses
             raise ProblemFunctionRaised(reference=reference, error=exception_line(error)) from error
     return as_problem(returned, f"{reference}()")
 
@@ -252,7 +287,10 @@ def _load_file(source: str, path: Path):
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        sys.modules.pop(module_name, None)
+        raise
+    except BaseException as error:
         sys.modules.pop(module_name, None)
         raise ProblemImportFailed(source=source, error=exception_line(error)) from error
     return module
@@ -266,8 +304,11 @@ def _import_module(source: str):
         if source == missing or source.startswith(missing + "."):
             raise ProblemModuleNotFound(module=source) from error
         raise ProblemImportFailed(source=source, error=exception_line(error)) from error
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
         raise ProblemImportFailed(source=source, error=exception_line(error)) from error
+
 
 
 def _described(value) -> str:

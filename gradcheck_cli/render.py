@@ -18,6 +18,9 @@ the sections in the requested format. Nothing here computes a derivative.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import os
 import sys
 from typing import Callable, Mapping, NamedTuple, Sequence
 
@@ -32,8 +35,14 @@ __all__ = [
     "coordinate_verdict",
     "kink_tolerance_text",
     "Section",
+    "render",
     "write",
+    "emit",
+    "json_text",
     "write_json",
+    "ascii_spelling",
+    "spell_unencodable_in_ascii",
+    "StdoutUnavailable",
     "write_error",
     "error_line",
     "difference_lines",
@@ -81,23 +90,27 @@ def _tables():
     return tables
 
 
-def write(sections: Sequence[Section], output_format: str, stream=None) -> None:
-    """Print ``sections`` to ``stream`` (stdout by default) as text, JSON or tables."""
-    stream = sys.stdout if stream is None else stream
+def render(sections: Sequence[Section], output_format: str, stream=None) -> str:
+    """The whole output of ``sections`` as text, JSON or tables, as one string.
+
+    Rendered completely before anything is written, so an interruption or a
+    failure while rendering leaves stdout empty. ``stream`` is where the
+    output will go (a terminal's tables get its width and colour).
+    """
     if output_format == "json":
-        write_json({section.key: section.results for section in sections}, stream)
-    elif output_format == "table":
-        console = _tables().console(stream)
-        for section in sections:
-            console.print(section.table())
-    else:
-        for section in sections:
-            for line in section.lines():
-                stream.write(line + "\n")
+        return json_text({section.key: section.results for section in sections})
+    if output_format == "table":
+        return _tables().render([section.table() for section in sections], sys.stdout if stream is None else stream)
+    return "".join(line + "\n" for section in sections for line in section.lines())
 
 
-def write_json(document, stream=None) -> None:
-    """The one function that writes JSON: strict RFC 8259, floats as their repr.
+def write(sections: Sequence[Section], output_format: str, stream=None) -> None:
+    """Print ``sections`` to ``stream`` (stdout by default) as text, JSON or tables, in one write."""
+    emit(render(sections, output_format, stream), stream)
+
+
+def json_text(document) -> str:
+    """The one place JSON is made: strict RFC 8259, floats as their repr, one document and a newline.
 
     ``document`` may hold library results; they are converted with
     ``to_dict()`` (non-finite floats become "NaN", "inf", "-inf"), and
@@ -105,8 +118,136 @@ def write_json(document, stream=None) -> None:
     """
     import json
 
+    return json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"
+
+
+def write_json(document, stream=None) -> None:
+    """Write :func:`json_text` of ``document`` to ``stream`` (stdout by default), in one write."""
+    emit(json_text(document), stream)
+
+
+class StdoutUnavailable(OSError):
+    """stdout is closed (``gradcheck ... >&-``): there is nowhere to write the results."""
+
+
+def emit(text: str, stream=None) -> None:
+    """Write ``text`` to ``stream`` (stdout by default) completely, or raise.
+
+    The text is encoded in the stream's encoding, characters it cannot hold
+    spelt in ASCII (:func:`ascii_spelling`: θ is ``theta``). A stream on a
+    file descriptor is written with ``os.write`` until every byte is
+    accepted, so a reader that goes away mid-way is a BrokenPipeError, never
+    a silently partial result; a full disk or a closed descriptor is an OSError.
+    """
     stream = sys.stdout if stream is None else stream
-    stream.write(json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n")
+    if stream is None:
+        raise StdoutUnavailable("stdout is closed")
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    data = text.encode(encoding, errors=ASCII_ERRORS)
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        descriptor = None
+    stream.flush()
+    if descriptor is None:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            stream.write(data.decode(encoding))
+        else:
+            buffer.write(data)
+        stream.flush()
+        return
+    with _interruption_deferred():
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+
+
+@contextlib.contextmanager
+def _interruption_deferred():
+    """Hold Ctrl-C back while the results are written: stdout gets them whole, or nothing at all.
+
+    The interruption is delivered once the write is done. Ctrl-C reaches the
+    reader too (one process group), so a reader that stops reading still
+    cannot keep gradcheck waiting: it goes away, and the write fails.
+    """
+    # The interpreter has loaded _signal already; the public signal module would cost 0.6 ms of
+    # start-up (it builds its enums), which every scalar command would pay.
+    import _signal
+
+    mask = getattr(_signal, "pthread_sigmask", None)  # POSIX only
+    if mask is None:
+        yield
+        return
+    mask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+
+
+#: The codec error handler that spells in ASCII what an output encoding cannot hold.
+ASCII_ERRORS = "gradcheck.ascii"
+
+_ASCII = {
+    "θ": "theta", "ε": "eps", "ρ": "rho", "η": "eta", "Δ": "Delta", "Σ": "Sum", "∇": "grad", "µ": "u",
+    "·": "*", "×": "x", "−": "-", "–": "-", "—": "--", "…": "...", "→": "->", "‖": "||", "√": "sqrt",
+    "≤": "<=", "≥": ">=", "≈": "~", "≠": "!=", "∓": "-+", "±": "+-", "∝": "~", "½": "1/2", "¾": "3/4",
+    "⌊": "floor(", "⌋": ")", "⌈": "ceil(", "⌉": ")", "′": "'", "″": "''", "‴": "'''",
+    "✓": "yes", "✗": "no", "●": "*", "○": "o", "◆": "#",
+    "│": "|", "┃": "|", "┤": "|", "├": "|", "└": "+", "┘": "+", "┌": "+", "┐": "+", "┬": "+", "┴": "+", "┼": "+",
+}  # fmt: skip
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺ᵀᵏᵉ", "0123456789-+Tke"))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₋₊ₖⱼ", "0123456789-+kj"))
+
+
+def ascii_spelling(text: str) -> str:
+    """``text`` in ASCII: θ as ``theta``, 10⁻¹¹ as ``10^-11``, h₋ as ``h-``, ✓/✗ as yes/no, rules as - | +."""
+    spelt, index = [], 0
+    while index < len(text):
+        character = text[index]
+        for table, mark in ((_SUPERSCRIPTS, "^"), (_SUBSCRIPTS, "")):
+            if character in table:
+                end = index
+                while end < len(text) and text[end] in table:
+                    end += 1
+                spelt.append(mark + "".join(table[each] for each in text[index:end]))
+                index = end
+                break
+        else:
+            if character.isascii():
+                spelt.append(character)
+            elif character in _ASCII:
+                spelt.append(_ASCII[character])
+            elif "\u2580" <= character <= "\u259f":  # block elements: the charts' bars
+                spelt.append("#")
+            elif "\u2500" <= character <= "\u257f":  # box drawing: the tables' rules
+                spelt.append("-")
+            else:
+                spelt.append("?")
+            index += 1
+    return "".join(spelt)
+
+
+def _ascii_errors(error: UnicodeError):
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return ascii_spelling(error.object[error.start : error.end]), error.end
+
+
+codecs.register_error(ASCII_ERRORS, _ascii_errors)
+
+
+def spell_unencodable_in_ascii(stream) -> None:
+    """Make a text stream that cannot encode θ spell such characters in ASCII (click's help too)."""
+    try:
+        "θ✓─".encode(getattr(stream, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=ASCII_ERRORS)
+    except LookupError:
+        pass
 
 
 def error_line(error) -> str:
@@ -117,9 +258,11 @@ def error_line(error) -> str:
 def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
     """Report a rejected request: one line on stderr, and ``{"error": to_dict()}`` for JSON."""
     stderr = sys.stderr if stderr is None else stderr
+    document = json_text({"error": error}) if output_format == "json" else None
     stderr.write(error_line(error) + "\n")
-    if output_format == "json":
-        write_json({"error": error}, stdout)
+    stderr.flush()
+    if document is not None:
+        emit(document, stdout)
 
 
 #: What an interrupted command (Ctrl-C) prints on stderr, whatever the output format.
@@ -214,8 +357,11 @@ def _scan_lines(records) -> list:
     lines = []
     for number, record in enumerate(records, start=1):
         label = f"scan step {number}"
-        lines += check_lines(label, record.check)
-        lines.append(f"{label} regime: {record.phase}")
+        if record.check is None:
+            lines.append(f"{label} rejected: requested_h={_spacing(record.requested_step)} error={record.error}")
+        else:
+            lines += check_lines(label, record.check)
+        lines.append(f"{label} regime: {record.regime}")
     return lines
 
 
@@ -245,8 +391,8 @@ def _nll_lines(example) -> list:
     return lines
 
 
-def _rejected_lines(errors) -> list:
-    return [f"rejected {request}: {error}" for request, error in errors.items()]
+def _rejected_lines(errors, labels) -> list:
+    return [f"rejected {labels.get(request, request)}: {error}" for request, error in errors.items()]
 
 
 def _names(names) -> str:
@@ -491,10 +637,12 @@ def sample(coordinates: Sequence) -> Section:
     return Section("sample", coordinates, lambda: _sample_lines(coordinates), lambda: _tables().sample(coordinates))
 
 
-def rejected(errors: Mapping[str, Exception]) -> Section:
-    """Rejected requests: request name → the GradCheckError it raised."""
-    errors = dict(errors)
-    return Section("rejected", errors, lambda: _rejected_lines(errors), lambda: _tables().rejected(errors))
+def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) -> Section:
+    """Rejected requests: request key (JSON) → the GradCheckError it raised; ``labels`` name them in text."""
+    errors, labels = dict(errors), dict(labels or {})
+    return Section(
+        "rejected", errors, lambda: _rejected_lines(errors, labels), lambda: _tables().rejected(errors, labels)
+    )
 
 
 def check(report, verbose: bool = False) -> Section:

@@ -14,25 +14,39 @@ needs only the records themselves, so it works at any point and step list:
    when they still pass.
 5. When even the best step fails there is no trusted range: the best step is
    ``crossover``, where truncation and rounding error meet.
+6. A step the checker refuses at this point (a probe that rounds back to θ
+   or overflows, a non-finite value) is ``rejected``, with its error; the
+   rule above labels the other steps.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
-from .estimator import ScalarGradientCheck, scalar_gradient_check, validate_tolerance
+from .errors import GradCheckError, NonFiniteAnalyticGradient, NonFinitePoint
+from .estimator import ScalarGradientCheck, real_number, scalar_gradient_check, validate_step, validate_tolerance
 from .records import Record
 
-__all__ = ["StepScanRecord", "error_regimes", "step_scan"]
+__all__ = ["REJECTED", "StepScanRecord", "error_regimes", "step_scan"]
+
+
+#: The regime of a step the checker refused at the scan's point.
+REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
 class StepScanRecord(Record):
-    """One requested step's check and the error regime it falls in."""
+    """One requested step: its check and the error regime it falls in, or ``rejected`` and its error.
 
-    phase: str
-    check: ScalarGradientCheck
+    Exactly one of ``check`` and ``error`` is None.
+    """
+
+    regime: str
+    requested_step: float
+    check: Optional[ScalarGradientCheck]
+    error: Optional[GradCheckError]
 
 
 def error_regimes(steps: Sequence[float], scaled_errors: Sequence[float], passed: Sequence[bool]) -> list:
@@ -62,14 +76,37 @@ def step_scan(
 ) -> list:
     """Run :func:`scalar_gradient_check` at every requested step and label the regimes.
 
-    Every step is checked in the given order; the first rejected request
-    raises its typed error (nothing partial is returned).
+    The request (point, analytic value, every step, tolerance) is validated
+    first and raises its typed error. Then every step is checked in the given
+    order; a step refused at this point (a collapsed or overflowing probe, a
+    non-finite value) is a ``rejected`` record holding its error, and the
+    scan goes on.
     """
-    validate_tolerance(tolerance)
-    checks = [scalar_gradient_check(point, analytic, step, tolerance, evaluate) for step in steps]
-    phases = error_regimes(
-        [check.difference.requested_step for check in checks],
-        [check.comparison.scaled_error for check in checks],
-        [check.comparison.passed for check in checks],
+    tolerance = validate_tolerance(tolerance)
+    steps = [validate_step(step, "steps") for step in steps]
+    point = real_number(point, "point", "a finite number")
+    if not math.isfinite(point):
+        raise NonFinitePoint(point=point)
+    analytic = real_number(analytic, "analytic", "a finite number")
+    if not math.isfinite(analytic):
+        raise NonFiniteAnalyticGradient(value=analytic)
+    outcomes = []
+    for step in steps:
+        try:
+            outcomes.append(scalar_gradient_check(point, analytic, step, tolerance, evaluate))
+        except GradCheckError as error:
+            outcomes.append(error)
+    checks = [outcome for outcome in outcomes if not isinstance(outcome, GradCheckError)]
+    regimes = iter(
+        error_regimes(
+            [check.difference.requested_step for check in checks],
+            [check.comparison.scaled_error for check in checks],
+            [check.comparison.passed for check in checks],
+        )
     )
-    return [StepScanRecord(phase, check) for phase, check in zip(phases, checks)]
+    return [
+        StepScanRecord(REJECTED, step, None, outcome)
+        if isinstance(outcome, GradCheckError)
+        else StepScanRecord(next(regimes), step, outcome, None)
+        for step, outcome in zip(steps, outcomes)
+    ]

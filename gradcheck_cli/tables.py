@@ -18,6 +18,7 @@ from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis
 __all__ = [
     "PIPE_WIDTH",
     "console",
+    "render",
     "compact_scientific",
     "quadratic",
     "scalar",
@@ -36,14 +37,33 @@ __all__ = [
 PIPE_WIDTH = 120
 
 
-def console(stream):
+def console(stream, file=None):
+    """A rich console for ``stream``: its width and colour, writing to ``file`` (``stream`` by default)."""
     from rich.console import Console
 
     # rich drops colour by itself for NO_COLOR and for a stdout that is not a
     # terminal; a terminal's own width (or $COLUMNS) still wins.
     isatty = getattr(stream, "isatty", lambda: False)()
     width = None if isatty or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(file=stream, width=width, highlight=False, emoji=False, markup=False)
+    return Console(
+        file=stream if file is None else file,
+        width=width,
+        force_terminal=isatty,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+def render(renderables, stream) -> str:
+    """``renderables`` drawn for ``stream`` (its width and colour) into one string, written by the caller."""
+    import io
+
+    buffer = io.StringIO()
+    drawing = console(stream, buffer)
+    for renderable in renderables:
+        drawing.print(renderable)
+    return buffer.getvalue()
 
 
 def _text(content, style: str = None):
@@ -179,7 +199,8 @@ def scan(records, advice=None):
     key = "● scaled error (analytic)"
     if advice is not None:
         key += "   ○ estimated error (no analytic)   ◆ advised step"
-    return _group(_scan_records_table(records), _chart(scan_text_chart(records, advice), key))
+    rejected = [_text(f"h = {rust_debug(r.requested_step)} rejected: {r.error}") for r in records if r.check is None]
+    return _group(_scan_records_table(records), *rejected, _chart(scan_text_chart(records, advice), key))
 
 
 def _chart(chart: str, key: str):
@@ -188,8 +209,9 @@ def _chart(chart: str, key: str):
 
 def _scan_records_table(records):
     title = "Step scan of g(θ) = θ³ − 2θ"
-    if records:
-        first = records[0].check
+    checked = [record for record in records if record.check is not None]
+    if checked:
+        first = checked[0].check
         title += (
             f" at θ = {rust_debug(first.difference.point)}: analytic {_short(first.comparison.analytic)}, "
             f"tolerance {rust_debug(first.comparison.tolerance)}"
@@ -205,6 +227,9 @@ def _scan_records_table(records):
         caption="Each h is requested; the estimate uses the actual spacings. The regime rule: gradcheck scan --help.",
     )
     for record in records:
+        if record.check is None:
+            table.add_row(rust_debug(record.requested_step), "—", "—", "—", _verdict(False), _text(record.regime))
+            continue
         d, c = record.check.difference, record.check.comparison
         table.add_row(
             rust_debug(d.requested_step),
@@ -212,7 +237,7 @@ def _scan_records_table(records):
             _short(d.derivative),
             compact_scientific(c.scaled_error),
             _verdict(c.passed),
-            _text(record.phase, "bold" if record.phase == "trusted range" else None),
+            _text(record.regime, "bold" if record.regime == "trusted range" else None),
         )
     return table
 
@@ -385,10 +410,11 @@ def taylor(result):
     return _group(table, _chart(taylor_text_chart(result), _TAYLOR_CHART_KEY), verdict)
 
 
-def rejected(errors):
+def rejected(errors, labels=None):
+    labels = labels or {}
     table = _table("Rejected requests", "request", "error", "message")
     for request, error in errors.items():
-        table.add_row(_text(request), _text(type(error).__name__, "bold red"), _text(error))
+        table.add_row(_text(labels.get(request, request)), _text(type(error).__name__, "bold red"), _text(error))
     return table
 
 

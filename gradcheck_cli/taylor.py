@@ -85,6 +85,8 @@ error, exception from the objective, KeyboardInterrupt).
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -93,14 +95,19 @@ import numpy as np
 from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
+    ArrayMadeReadOnly,
     GradientShapeMismatch,
+    InvalidArgument,
     NonFiniteEvaluation,
+    NotAMapping,
     UnsupportedDtype,
     ZeroDirection,
 )
 from .estimator import real_scalar, validate_steps
+from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
+from .tensors import write_back
 
 __all__ = [
     "PASS_ORDER",
@@ -329,7 +336,9 @@ def taylor_test(
     problem = as_problem(problem, reference="the Taylor test's problem")
     names = tuple(selected_names(problem.parameters, problem.gradients, names))
     gradients = validated_whole_gradients(problem, names)
-    direction = _unit_direction(problem.parameters, names, seed, direction)
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise InvalidArgument(argument="seed", value=short_repr(seed), expected="a whole number")
+    direction = _unit_direction(problem.parameters, names, operator.index(seed), direction)
     steps = default_taylor_steps(problem.parameters, names) if steps is None else validate_steps(steps)
     return _measure_and_judge(problem, names, gradients, direction, steps)
 
@@ -338,7 +347,8 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     """Walk along the validated ``(unit, description, seed)`` direction, fit the remainder's order, judge it."""
     unit, description, seed = direction
     gradients = {name: gradient.astype(np.float64) for name, gradient in gradients.items()}
-    directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
+    with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
+        directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
     center, final, epsilon, points = _walk_along_direction(problem, names, unit, gradients, steps)
     order, window, reason = _fit_order(points)
     points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
@@ -379,16 +389,33 @@ def _unit_direction(parameters: Mapping, names: tuple, seed: int, direction) -> 
     """(unit direction, how it was made, the seed recorded): the seeded splitmix64 one, or ``direction`` normalized."""
     if direction is None:
         return taylor_direction(parameters, names, seed), "splitmix64", seed
-    given = {}
+    return _given_direction(direction, parameters, names), "given", -1
+
+
+def _given_direction(direction, parameters: Mapping, names: Sequence[str]) -> dict:
+    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, normalized."""
+    if not isinstance(direction, AnyMapping):
+        raise NotAMapping(role="direction", values="arrays", type_name=type(direction).__name__)
+    unit = {}
     for name in names:
-        values = np.asarray(direction[name], dtype=np.float64) if name in direction else None
+        values = direction.get(name)
+        if values is not None:
+            try:
+                values = np.asarray(values)
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                values = np.asarray(None)
+            if values.dtype.kind not in "fiu" and values.dtype.name != "bfloat16":
+                expected = "an array of real numbers for each parameter"
+                given = f"{short_repr(direction[name])} for {name!r}"
+                raise InvalidArgument(argument="direction", value=given, expected=expected)
+            values = values.astype(np.float64)
         if values is None or values.shape != parameters[name].shape:
             raise GradientShapeMismatch(
                 parameters=list(parameters[name].shape),
                 analytic=[] if values is None else list(values.shape),
             )
-        given[name] = values
-    return _normalized(given), "given", -1
+        unit[name] = values
+    return _normalized(unit)
 
 
 def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:
@@ -397,13 +424,13 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
     Every moved parameter is written back bit-exactly after every call and on every path.
     """
     arrays = {name: problem.parameters[name] for name in names}
-    saved = {name: array.copy() for name, array in arrays.items()}
+    saved = {name: np.array(array, copy=True) for name, array in arrays.items()}
     origin = {name: array.astype(np.float64) for name, array in arrays.items()}
     parameter_epsilon = max(probe_dtype(array.dtype).epsilon for array in arrays.values())
 
-    def restore():
-        for name, array in arrays.items():
-            array[...] = saved[name]
+    def restore() -> bool:
+        """Every array bit-identical again; False if the objective had made one read-only."""
+        return all([write_back(array, Ellipsis, saved[name]) for name, array in arrays.items()])
 
     points = []
     try:
@@ -411,6 +438,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
         center = real_scalar("center", returned)
         if not math.isfinite(center):
             raise NonFiniteEvaluation(side="center", value=center)
+        _still_writable(arrays)
         epsilon = max(parameter_epsilon, _value_epsilon(returned))
         for step in steps:
             moved, deltas, norm, state = _displacement(arrays, origin, unit, step)
@@ -419,15 +447,24 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 continue
             try:
                 for name, array in arrays.items():
-                    array[...] = moved[name]
+                    np.ndarray.__setitem__(array, Ellipsis, moved[name])
                 value = real_scalar("plus", problem.objective(problem.parameters))
-            finally:
+            except BaseException:
                 restore()
+                raise
+            if not restore():
+                raise ArrayMadeReadOnly(role="parameters")
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
         final = real_scalar("center", problem.objective(problem.parameters))
+        _still_writable(arrays)
     finally:
         restore()
     return center, final, epsilon, points
+
+
+def _still_writable(arrays: Mapping) -> None:
+    if not all(array.flags.writeable for array in arrays.values()):
+        raise ArrayMadeReadOnly(role="parameters")
 
 
 def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
@@ -445,8 +482,9 @@ def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
 
 def _evaluated_point(step, norm, value, center, epsilon, gradients, deltas) -> TaylorPoint:
     """The remainder R(h) = f(x + Δ) − f(x) − Σ g·Δ at one evaluated step, and its rounding floor ρ."""
-    linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in deltas)
-    linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in deltas)
+    with np.errstate(all="ignore"):
+        linear = math.fsum(float(np.sum(gradients[name] * deltas[name])) for name in deltas)
+        linear_size = math.fsum(float(np.sum(np.abs(gradients[name] * deltas[name]))) for name in deltas)
     if not math.isfinite(value):
         return TaylorPoint(step=step, displacement_norm=norm, value=value, linear_term=linear, state="non-finite value")
     remainder = (value - center) - linear

@@ -15,6 +15,7 @@ pieces, so that they validate and probe identically:
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -22,9 +23,11 @@ import numpy as np
 
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
+    ArrayMadeReadOnly,
     AtCoordinate,
     GradCheckError,
     GradientShapeMismatch,
+    MaskedValues,
     NonFiniteAnalyticGradient,
     NonFinitePoint,
     NotAnArray,
@@ -60,6 +63,8 @@ __all__ = [
     "parameter_and_gradient",
     "plan_coordinates",
     "probe_coordinate",
+    "probing_objective",
+    "write_back",
     "sampled_tensor_gradient_check",
 ]
 
@@ -108,7 +113,18 @@ def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
     dtype = probe_dtype(parameters.dtype, role=role)
     if not parameters.flags.writeable:
         raise ReadOnlyArray(role=role)
+    reject_masked(parameters, role)
     return dtype
+
+
+def reject_masked(array: np.ndarray, role: str) -> None:
+    """MaskedValues if ``array`` is a masked array with a masked element: the check needs every value."""
+    masked_arrays = sys.modules.get("numpy.ma")  # nobody has a masked array before numpy.ma is imported
+    if masked_arrays is None or not isinstance(array, masked_arrays.MaskedArray):
+        return
+    mask = masked_arrays.getmaskarray(array)
+    if mask.any():
+        raise MaskedValues(role=role, coordinate=[int(i) for i in np.argwhere(mask)[0]])
 
 
 def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
@@ -118,6 +134,7 @@ def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
     real = gradient.dtype.kind in "fiu" and gradient.dtype.itemsize <= 8
     if not (real or gradient.dtype.name == "bfloat16"):
         raise UnsupportedDtype(role=role, dtype=str(gradient.dtype), expected="a real float64-representable dtype")
+    reject_masked(gradient, role)
     return gradient
 
 
@@ -208,19 +225,56 @@ def probing_objective(parameters: np.ndarray, index: tuple, objective: Callable)
     """A scalar function of one coordinate that writes the probe into ``parameters``.
 
     The exact original element is written back before the value is even
-    looked at, whatever the objective does (returns, raises, is interrupted).
-    The probe must be a value of the array's dtype, so writing it is exact.
+    looked at, whatever the objective does (returns, raises, is interrupted,
+    makes the array read-only). The probe must be a value of the array's
+    dtype, so writing it is exact. The element is read and written with
+    ndarray's own indexing, so a subclass whose indexing returns a view
+    cannot pass a view of the probe off as the original.
     """
-    original = parameters[index]
+    original = np.ndarray.__getitem__(parameters, index).copy()
 
     def evaluate(probe: float):
         try:
-            parameters[index] = probe
-            return objective(parameters)
-        finally:
-            parameters[index] = original
+            np.ndarray.__setitem__(parameters, index, probe)
+            value = objective(parameters)
+        except BaseException:
+            write_back(parameters, index, original)
+            raise
+        if not write_back(parameters, index, original):
+            raise ArrayMadeReadOnly(role="parameters")
+        return value
 
     return evaluate
+
+
+def write_back(array: np.ndarray, index, values) -> bool:
+    """Write ``values`` into ``array[index]`` exactly; False if the array had been made read-only.
+
+    An array the objective made read-only is made writable for the write
+    (through its bases, as far as they were made read-only) and read-only
+    again afterwards: its values are restored, its flags left as the
+    objective set them.
+    """
+    try:
+        np.ndarray.__setitem__(array, index, values)
+        return True
+    except ValueError:
+        if array.flags.writeable:
+            raise
+    chain = [array]
+    while isinstance(chain[-1].base, np.ndarray):
+        chain.append(chain[-1].base)
+    unlocked = []
+    try:
+        for each in reversed(chain):  # a view can be made writable only once its base is
+            if not each.flags.writeable:
+                each.flags.writeable = True
+                unlocked.append(each)
+        np.ndarray.__setitem__(array, index, values)
+    finally:
+        for each in unlocked:
+            each.flags.writeable = False
+    return False
 
 
 def probe_coordinate(parameters: np.ndarray, planned: PlannedCoordinate, objective: Callable) -> CentralDifference:

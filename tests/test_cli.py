@@ -199,13 +199,13 @@ def test_demo_json_holds_every_section_from_to_dict():
     assert document["scan"] == [record.to_dict() for record in chapter.cubic_step_scan()]
     assert document["kink"] == chapter.absolute_kink_diagnostic().to_dict()
     assert document["nll"] == nll.nll_gradient_check().to_dict()
-    assert document["rejected"]["step leaves the point unchanged"] == chapter.collapsed_step_error().to_dict()
+    assert document["rejected"]["step_leaves_point_unchanged"] == chapter.collapsed_step_error().to_dict()
 
 
 def test_json_holds_the_schema_the_issue_names():
     document = json.loads(invoke("demo", "--format", "json").stdout)
     assert set(document["quadratic"][0]) == {"difference", "comparison"}
-    assert set(document["scan"][0]) == {"phase", "check"}
+    assert set(document["scan"][0]) == {"regime", "requested_step", "check", "error"}
     assert {"shape", "requested_samples", "passed", "checks"} <= set(document["nll"]["check"])
 
 
@@ -324,7 +324,8 @@ def test_nll_exits_0_when_a_users_correct_gradient_passes(tmp_path):
         (["quadratic", "--analytic", "inf"], "analytic gradient inf must be finite"),
         (
             ["quadratic", "--point", "1", "--step", "1e-20"],
-            "minus perturbation from point 1.0 by step 1e-20 rounds back to the point",
+            "minus perturbation from point 1.0 by step 1e-20 rounds back to the point; "
+            "a step of at least 1.1102230246251568e-16 moves both probes",
         ),
         (["scan", "--steps", "1e-1,0"], "central-difference requested step 0.0 must be positive and finite"),
         (

@@ -52,7 +52,7 @@ def test_cubic_scan_matches_the_chapter(record, expected):
     assert _as_printed(comparison.scaled_error, scaled_error) == scaled_error
     assert rust_exp(difference.minus_spacing, 17) == spacing
     assert rust_exp(difference.plus_spacing, 17) == spacing
-    assert record.phase == phase
+    assert record.regime == phase
     assert comparison.passed is passed
 
 
@@ -66,7 +66,7 @@ def test_scan_at_another_point_uses_the_same_rule():
     records = cubic_step_scan(point=-2.0, steps=(1e-1, 1e-7, 1e-4, 1.0))
     assert [r.check.comparison.analytic for r in records] == [10.0] * 4
     # Ordered by step: 1 (fails), 1e-1 (fails), 1e-4 (passes), 1e-7 (the best).
-    assert [r.phase for r in records] == ["truncation", "trusted range", "converging", "truncation"]
+    assert [r.regime for r in records] == ["truncation", "trusted range", "converging", "truncation"]
 
 
 def test_regime_rule_when_nothing_passes():

@@ -63,7 +63,7 @@ EXAMPLES = [
     (errors.MissingGradient(name="w"), "the problem has no analytic gradient for parameter 'w'"),
     (errors.NoParameters(), "the problem has no parameters to perturb"),
     (errors.ZeroDirection(norm=0.0), "Taylor-test direction norm 0.0 must be positive and finite"),
-    (errors.PlottingUnavailable(), "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"),
+    (errors.PlottingUnavailable(), "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"),
     (errors.UnsupportedPlotFormat(path="scan.pdf"), "plot file 'scan.pdf' must end in .png or .svg"),
     (errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
     (errors.NotAMapping(role="parameters", values="arrays", type_name="list"), "parameters must be a mapping from parameter names to arrays, got list"),
@@ -93,6 +93,29 @@ EXAMPLES = [
     (
         errors.AtCoordinate(coordinate=[0, 1], source=errors.NonFiniteEvaluation(side="minus", value=math.nan)),
         "gradient check at coordinate [0, 1] failed: minus function evaluation returned NaN",
+    ),
+    (
+        errors.InvalidArgument(argument="step", value="'fast'", expected="a positive finite number"),
+        "step must be a positive finite number, got 'fast'",
+    ),
+    (
+        errors.TooManySamples(role="requested samples", count=10**12, limit=5_000_000),
+        "requested samples selects 1000000000000 coordinates, more than the 5000000 whose records fit in "
+        "the memory available; request fewer",
+    ),
+    (
+        errors.ArrayMadeReadOnly(role="parameters"),
+        "the objective made the parameters array read-only during the check; its values were restored "
+        "and it was left read-only",
+    ),
+    (
+        errors.MaskedValues(role="analytic", coordinate=[1]),
+        "analytic has a masked element at [1]; the check needs every value",
+    ),
+    (
+        errors.CollapsedStep(side="minus", point=1e150, step=0.1, smallest_step=9.085484053695086e133),
+        "minus perturbation from point 1e150 by step 0.1 rounds back to the point; "
+        "a step of at least 9.085484053695086e133 moves both probes",
     ),
 ]
 

@@ -114,7 +114,7 @@ def test_scan_figure_shades_each_records_regime(records):
     from matplotlib.colors import to_rgb
 
     for span, record in zip(spans, reversed(records)):
-        assert to_rgb(span.get_facecolor()) == to_rgb(REGIME_COLORS[record.phase])
+        assert to_rgb(span.get_facecolor()) == to_rgb(REGIME_COLORS[record.regime])
         left, right = span.get_x(), span.get_x() + span.get_width()
         assert left < record.check.difference.requested_step < right
     labels = figure.axes[0].get_legend_handles_labels()[1]
@@ -190,7 +190,7 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(PlottingUnavailable) as caught:
         scan_figure(records)
-    assert str(caught.value) == "plotting needs matplotlib, which is not installed: pip install 'gradcheck-cli[plot]'"
+    assert str(caught.value) == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
     with pytest.raises(PlottingUnavailable):
         taylor_figure(taylor_result)
 

@@ -8,19 +8,28 @@ from .quadratic import quadratic_report
 from ..errors import GradCheckError
 
 
+#: The chapter's four rejected requests: their JSON keys and the labels of their text lines.
+REJECTED_LABELS = {
+    "zero_step": "zero step",
+    "step_leaves_point_unchanged": "step leaves the point unchanged",
+    "non_finite_objective_value": "non-finite objective value",
+    "shape_mismatch": "shape mismatch",
+}
+
+
 def _chapter_rejected_requests() -> dict:
-    """The chapter's four rejected requests, each with the typed error the library raises."""
+    """The chapter's four rejected requests (by JSON key), each with the typed error the library raises."""
     import numpy as np
 
     from .. import estimator, nll, tensors
 
     requests = {
-        "zero step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
-        "step leaves the point unchanged": chapter.collapsed_step_error,
-        "non-finite objective value": lambda: estimator.central_difference(
+        "zero_step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
+        "step_leaves_point_unchanged": chapter.collapsed_step_error,
+        "non_finite_objective_value": lambda: estimator.central_difference(
             chapter.COLLAPSED_POINT, chapter.QUADRATIC_STEP, lambda point: float("nan")
         ),
-        "shape mismatch": lambda: tensors.sampled_tensor_gradient_check(
+        "shape_mismatch": lambda: tensors.sampled_tensor_gradient_check(
             np.zeros(2), np.zeros((1, 2)), nll.TENSOR_STEP, nll.TENSOR_TOLERANCE, nll.TENSOR_SAMPLES, sum
         ),
     }
@@ -58,7 +67,7 @@ def demo(output_format):
                 render.kink(chapter.absolute_kink_diagnostic()),
                 render.scan(chapter.cubic_step_scan()),
                 render.nll(nll.nll_gradient_check()),
-                render.rejected(_chapter_rejected_requests()),
+                render.rejected(_chapter_rejected_requests(), REJECTED_LABELS),
             )
         )
 

@@ -8,6 +8,8 @@ them.
 """
 
 import contextlib
+import math
+import os
 import sys
 
 import click
@@ -117,10 +119,13 @@ def load_array(path: str, option: str):
     if not raw.strip():
         raise InputFileError(option=option, path=path, problem="is empty")
     if raw.startswith(b"\x93NUMPY"):
+        _check_npy_header(raw, option, path)
         try:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise InputFileError(option=option, path=path, problem=f"is not a readable .npy array: {error}") from None
+        except MemoryError:
+            raise InputFileError(option=option, path=path, problem="is a .npy array too large for memory") from None
     else:
         try:
             data = json.loads(raw)
@@ -137,7 +142,38 @@ def load_array(path: str, option: str):
             raise InputFileError(option=option, path=path, problem="is not a rectangular nested list of numbers")
     if array.dtype.kind not in "iuf" or array.dtype.itemsize > 8:
         raise InputFileError(option=option, path=path, problem=f"must hold real numbers, got dtype {array.dtype}")
-    return array.astype(np.float64)
+    try:
+        return array.astype(np.float64)
+    except MemoryError:
+        raise InputFileError(option=option, path=path, problem="is too large for memory as float64") from None
+
+
+def _check_npy_header(raw: bytes, option: str, path: str) -> None:
+    """InputFileError unless the .npy header's shape and dtype account for exactly the data that follows.
+
+    A 128-byte file may claim 10¹² elements; it is refused before anything is allocated.
+    """
+    import io
+
+    import numpy as np
+
+    stream = io.BytesIO(raw)
+    try:
+        version = np.lib.format.read_magic(stream)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(stream)
+    except (ValueError, OSError, EOFError, TypeError) as error:
+        raise InputFileError(option=option, path=path, problem=f"is not a readable .npy array: {error}") from None
+    if dtype.hasobject:
+        return  # np.load refuses it (allow_pickle=False) with its own message
+    count = math.prod(shape)
+    claimed, held = count * dtype.itemsize, len(raw) - stream.tell()
+    if claimed != held:
+        problem = (
+            f"is not a readable .npy array: its header claims shape {list(shape)} of {dtype} "
+            f"({count} elements, {claimed} bytes) but {held} bytes of data follow"
+        )
+        raise InputFileError(option=option, path=path, problem=problem)
 
 
 @contextlib.contextmanager
@@ -145,8 +181,10 @@ def user_problem(reference: str):
     """Load the user's problem for a command and keep the user's code apart from gradcheck's.
 
     Whatever the user's code prints goes to stderr, since stdout carries
-    results only (a ``--json`` document must stay one document). An
-    exception that comes out of the user's objective (SystemExit included)
+    results only (a ``--json`` document must stay one document): ``print``,
+    and anything written to file descriptor 1. An exception that comes out
+    of the user's objective (SystemExit, GeneratorExit, any BaseException
+    but KeyboardInterrupt)
     becomes :class:`ObjectiveRaised`, one line and exit 2: the library lets
     it propagate unchanged after restoring every array. Any other exception
     is gradcheck's own defect and is left alone, so it is reported as an
@@ -168,14 +206,49 @@ def user_problem(reference: str):
 
         return call
 
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr():
         try:
             problem = load_problem(reference)
             yield dataclasses.replace(problem, objective=watched(problem.objective))
-        except (Exception, SystemExit) as error:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # GeneratorExit and the user's own BaseException subclasses too
             if raised and error is raised[-1] and not isinstance(error, GradCheckError):
                 raise ObjectiveRaised(reference=reference, error=exception_line(error)) from error
             raise
+
+
+@contextlib.contextmanager
+def _descriptor_1_to_stderr():
+    """Point file descriptor 1 at stderr meanwhile: ``os.write(1, ...)``, C code and ``os.system`` too.
+
+    C's stdio buffers are flushed before descriptor 1 is given back, so that
+    what a C extension printed lands on stderr as well.
+    """
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__):
+        if stream is not None:
+            stream.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # descriptor 1 is closed: there is nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (ImportError, OSError, AttributeError, TypeError):
+        pass
 
 
 PROBLEM_HELP = (
