@@ -169,7 +169,7 @@ def user_problem(reference: str):
 
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            problem = load_problem(reference)
+            problem = load_problem(reference, adapt=_torch_code)
             yield dataclasses.replace(problem, objective=watched(problem.objective))
         except (Exception, SystemExit) as error:
             if raised and error is raised[-1] and not isinstance(error, GradCheckError):
@@ -177,10 +177,31 @@ def user_problem(reference: str):
             raise
 
 
+def _torch_code(returned, reference: str):
+    """What the problem function returned, as a problem when it is torch code (see gradcheck_cli.torch).
+
+    Only once the user's code has imported torch: gradcheck never imports
+    it for a numpy problem. The user's function or loss raising during the
+    analytic pass is ObjectiveRaised, as it is during the check.
+    """
+    if "torch" not in sys.modules:
+        return returned
+    from ..problem import _one_line
+    from ..torch import torch_problem
+
+    try:
+        return torch_problem(returned, reference)
+    except GradCheckError:
+        raise
+    except (Exception, SystemExit) as error:
+        raise ObjectiveRaised(reference=reference.removesuffix("()"), error=_one_line(error)) from error
+
+
 PROBLEM_HELP = (
     "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
     "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
-    "called as objective(parameters)."
+    "called as objective(parameters). Torch code too: parameters and gradients may be torch tensors, "
+    "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md)."
 )
 PARAM_OPTION = click.option(
     "--param",
