@@ -405,13 +405,18 @@ def _probe_views(checked: Mapping, everything: Mapping) -> dict:
     """Writable numpy views of the ``checked`` tensors, after checking ``everything`` the call reads.
 
     Every tensor must be on the CPU, and no checked tensor may share memory
-    with another tensor of ``everything`` (SharedTensorMemory, the pair in
-    ``everything``'s order).
+    with another dense tensor of ``everything`` (SharedTensorMemory, the pair
+    in ``everything``'s order).
     """
     for name, tensor in everything.items():
         _require_cpu(name, tensor)
     views = {name: _probe_view(name, tensor) for name, tensor in checked.items()}
-    memory = {name: views[name] if name in views else _memory_view(name, tensor) for name, tensor in everything.items()}
+    memory = {}
+    for name, tensor in everything.items():
+        if name in views:
+            memory[name] = views[name]
+        elif tensor.layout == torch.strided:
+            memory[name] = _memory_view(name, tensor)
     try:
         reject_shared_memory(memory, list(checked))
     except SharedParameterMemory as error:

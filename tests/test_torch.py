@@ -623,3 +623,59 @@ def test_only_torch_code_is_adapted():
     w = np.array([1.0, 2.0])
     for returned in [(squares, {"w": w}), (squares, {"w": w}, {"w": 2 * w}), None, "problem"]:
         assert torch_problem(returned) is returned
+
+
+# The guide and the README, as written.
+
+GUIDES = [ROOT / "README.md", ROOT / "docs" / "torch.md"]
+
+
+def fenced_blocks(path, language):
+    blocks, block = [], None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if block is None and line == f"```{language}":
+            block = []
+        elif block is not None and line == "```":
+            blocks.append(block)
+            block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def torch_examples(path):
+    return [block for block in fenced_blocks(path, "python") if "gradcheck_cli.torch" in "\n".join(block)]
+
+
+@pytest.mark.parametrize("path", GUIDES, ids=lambda path: path.name)
+def test_the_torch_example_prints_what_its_comment_says(path, capsys):
+    (block,) = torch_examples(path)
+    assert len(block) <= 10
+    printed = next(line for line in block if line.startswith("print("))
+    expected = printed.split("#", 1)[1].strip()
+    with torch.random.fork_rng():
+        exec(compile("\n".join(block), str(path), "exec"), {})
+    assert capsys.readouterr().out.strip() == expected
+
+
+def console_sessions():
+    sessions = []
+    for path in GUIDES:
+        for block in fenced_blocks(path, "console"):
+            for command, status in zip(block[::2], block[1::2]):
+                assert command.startswith("$ gradcheck ") and command.endswith(" > /dev/null; echo $?")
+                sessions.append(pytest.param(command[2:].split(" > ")[0], int(status), id=command[2:]))
+    return sessions
+
+
+@pytest.mark.parametrize("command, status", console_sessions())
+def test_every_torch_command_in_the_guides_exits_as_shown(command, status, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert invoke(*command.split()[1:]).exit_code == status
+
+
+def test_a_sparse_input_that_is_not_checked_is_passed_along():
+    adjacency = torch.eye(3, dtype=torch.float64).to_sparse()
+    x = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    report = check_function(lambda adjacency, x: torch.sparse.mm(adjacency, x).tanh(), (adjacency, x))
+    assert report.passed and [check.name for check in report.parameters] == ["inputs[1]"]
