@@ -1,13 +1,14 @@
-"""A torch MLP on the CPU, checked through numpy views of its parameters (needs torch).
+"""A torch MLP on the CPU, checked with gradcheck_cli.torch.check_module (needs torch).
 
 torch is not a dependency of gradcheck; this example needs it installed
-(the CPU build is enough). The output layer is a custom
-``torch.autograd.Function`` with a hand-written backward: the code a
-gradient check is for. The parameters handed to gradcheck are
-``parameter.detach().numpy()``: views that share memory with the model, so
-writing a probe into the view changes what the model computes, and
-restoring the view restores the model, with no adapter. The model is
-float32 (torch's default), so float32's probes and defaults apply.
+(the CPU build is enough: pip install -e '.[torch]'). The output layer is a
+custom ``torch.autograd.Function`` with a hand-written backward: the code a
+gradient check is for. :func:`~gradcheck_cli.torch.module_problem` turns the
+model and its loss into a problem whose parameters are views of the model's
+own parameters (``l1.weight`` as torch names it), so writing a probe into a
+view changes what the model computes and restoring the view restores the
+model. The model is float32 (torch's default), so float32's probes and
+defaults apply.
 
 ``wrong_problem``'s backward returns the mean of the output gradient over
 the batch for the bias instead of its sum: ``out.bias`` fails, nothing else.
@@ -23,6 +24,7 @@ import torch
 from mlp import main as check_and_print
 
 from gradcheck_cli import GradientProblem
+from gradcheck_cli.torch import module_problem
 
 BATCH, FEATURES, HIDDEN, CLASSES = 8, 5, 6, 4
 
@@ -55,36 +57,25 @@ class TinyMlp(torch.nn.Module):
         return HandWrittenLinear.apply(hidden, self.out.weight, self.out.bias, self.mean_bias_gradient)
 
 
-def build(mean_bias_gradient=False) -> GradientProblem:
+def build(mean_bias_gradient=False) -> tuple:
+    """``(model, loss_fn)``: the seeded model and its cross-entropy on a seeded batch."""
     generator = torch.Generator().manual_seed(0)
     with torch.random.fork_rng():  # seeded initialisation without touching the caller's generator
         torch.manual_seed(0)
         model = TinyMlp(mean_bias_gradient)
     inputs = torch.randn(BATCH, FEATURES, generator=generator)
     targets = torch.randint(0, CLASSES, (BATCH,), generator=generator)
-
-    loss = torch.nn.functional.cross_entropy(model(inputs), targets)
-    model.zero_grad()
-    loss.backward()
-    # Views, not copies: writing into these arrays writes into the model's parameters.
-    parameters = {name: parameter.detach().numpy() for name, parameter in model.named_parameters()}
-    gradients = {name: parameter.grad.numpy().copy() for name, parameter in model.named_parameters()}
-
-    def objective(_views):
-        with torch.no_grad():
-            return torch.nn.functional.cross_entropy(model(inputs), targets).item()
-
-    return GradientProblem(objective, parameters, gradients)
+    return model, lambda model: torch.nn.functional.cross_entropy(model(inputs), targets)
 
 
 def problem() -> GradientProblem:
     """The correct hand-written backward: passes at float32's defaults."""
-    return build()
+    return module_problem(*build())
 
 
 def wrong_problem() -> GradientProblem:
     """The bias gradient is a mean instead of a sum: out.bias fails."""
-    return build(mean_bias_gradient=True)
+    return module_problem(*build(mean_bias_gradient=True))
 
 
 if __name__ == "__main__":

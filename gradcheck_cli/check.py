@@ -74,6 +74,7 @@ from .judge import (
     KINK,
     PASSED,
     Judgement,
+    Resolution,
     StepEstimate,
     judge_confirmed,
     judge_primary,
@@ -182,9 +183,6 @@ class ParameterCheck(Record):
         The relative tolerance, as used (given, or the dtype's ε^(1/3)).
     kink_tolerance : float or None
         Shared by every coordinate, or None when each coordinate's step sets its own.
-    gradient_scale : float
-        The largest |analytic| of the parameter or |numerical| estimate: "indistinguishable
-        from zero" is judged against it.
     verdict : str
         ``"failed"`` if a coordinate or the directional test failed, else ``"inconclusive"``
         if one did not pass, else ``"passed"``.
@@ -203,7 +201,6 @@ class ParameterCheck(Record):
     step: Optional[float]
     tolerance: float
     kink_tolerance: Optional[float]
-    gradient_scale: float
     verdict: str
     passed: bool
     checks: tuple
@@ -384,7 +381,8 @@ def check_gradients(
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
     probed = _first_pass(plan, counted, progress, total)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
-    checks = [_judge_parameter(item, counted, purity.spread) for item in probed]
+    largest = _resolution(probed)
+    checks = [_judge_parameter(item, counted, purity.spread, largest) for item in probed]
     return _report(checks, purity, step_advice, counted.calls)
 
 
@@ -431,8 +429,11 @@ def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) 
 
 
 def _probe_direction(planned: _PlannedParameter, original, displacement, multiplier: float, counted: _Objective):
+    """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate."""
     try:
-        return probe_direction(planned.array, original, planned.gradient, displacement, multiplier, counted)
+        return probe_direction(
+            planned.array, original, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0
+        )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 
@@ -488,7 +489,7 @@ def _confirmation_differences(planned, coordinate, difference: CentralDifference
     return differences
 
 
-def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, scale: float) -> CoordinateCheck:
+def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, resolution: Resolution) -> CoordinateCheck:
     analytic = coordinate.analytic
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
@@ -496,13 +497,13 @@ def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, s
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(coordinate.sample.coordinate, error)) from error
     estimates = (primary,)
-    judgement = judge_primary(primary, planned.tolerance, scale)
+    judgement = judge_primary(primary, planned.tolerance, resolution)
     if judgement is None:
         more = _confirmation_differences(planned, coordinate, difference, counted)
         estimates = with_step_sensitivity(
             [primary, *(_coordinate_estimate(planned, other, analytic, jitter)[0] for other in more)]
         )
-        judgement = judge_confirmed(estimates, planned.tolerance, scale)
+        judgement = judge_confirmed(estimates, planned.tolerance, resolution)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
         flat_index=coordinate.sample.flat_index,
@@ -525,7 +526,7 @@ def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
     }
 
 
-def _judge_direction(item: _Probed, counted: _Objective, jitter: float) -> DirectionalCheck:
+def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resolution: Resolution) -> DirectionalCheck:
     """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed."""
     planned = item.planned
     center = counted.centers[0]
@@ -535,7 +536,7 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float) -> Direc
         return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance)
 
     probes = [item.direction] if item.direction is not None else []
-    judgement = judge_primary(estimate(probes[0]), planned.tolerance, probes[0].scale, "multiplier") if probes else None
+    judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier") if probes else None
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
@@ -548,8 +549,7 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float) -> Direc
         )
     elif judgement is None:
         estimates = with_step_sensitivity(estimates)
-        scale = max(probe.scale for probe in probes)
-        judgement = judge_confirmed(estimates, planned.tolerance, scale, "multiplier")
+        judgement = judge_confirmed(estimates, planned.tolerance, resolution, "multiplier")
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
@@ -560,15 +560,31 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float) -> Direc
     )
 
 
-def _judge_parameter(item: _Probed, counted: _Objective, jitter: float) -> ParameterCheck:
+def _resolution(probed: list) -> tuple:
+    """The largest |analytic| or |numerical| of the whole check: of a coordinate, and of a direction."""
+    coordinates, directions = [0.0], [0.0]
+    for item in probed:
+        coordinates.append(_largest_gradient(item))
+        if item.direction is not None:
+            directions.append(item.direction.scale)
+    return max(coordinates), max(directions)
+
+
+def _largest_gradient(item: _Probed) -> float:
+    analytic = float(np.max(np.abs(item.planned.gradient), initial=0.0))
+    return max([analytic] + [abs(difference.derivative) for difference in item.differences])
+
+
+def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
     planned = item.planned
-    numerical = max((abs(difference.derivative) for difference in item.differences), default=0.0)
-    scale = max(float(np.max(np.abs(planned.gradient), initial=0.0)), numerical)
+    resolution = Resolution(gradient=_largest_gradient(item), change=largest[0])
     checks = tuple(
-        _judge_coordinate(planned, coordinate, difference, counted, jitter, scale)
+        _judge_coordinate(planned, coordinate, difference, counted, jitter, resolution)
         for coordinate, difference in zip(planned.coordinates, item.differences)
     )
-    directional = _judge_direction(item, counted, jitter)
+    # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
+    own = 0.0 if item.direction is None else item.direction.scale
+    directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, change=largest[1]))
     verdicts = {check.verdict for check in checks} | {directional.verdict}
     verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
     kink_tolerances = {check.kink.slopes.tolerance for check in checks}
@@ -581,7 +597,6 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float) -> Param
         step=planned.step,
         tolerance=planned.tolerance,
         kink_tolerance=kink_tolerances.pop() if len(kink_tolerances) == 1 else None,
-        gradient_scale=scale,
         verdict=verdict,
         passed=verdict == PASSED,
         checks=checks,

@@ -77,12 +77,14 @@ def probe_direction(
     displacement: np.ndarray,
     multiplier: float,
     evaluate: Callable[[], float],
+    required: bool = False,
 ) -> Optional[DirectionalProbe]:
     """Evaluate f at the rounded θ ± multiplier·displacement; None when those probes are unusable.
 
     ``original`` is a float64 copy of ``array``'s values; ``array`` is restored from its own
     copy after each call, on every path. Unusable: a probe overflows the dtype, no element
-    moves, or f is not finite there; a value that is not one real number is NonScalarEvaluation.
+    moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
+    like a coordinate's own); a value that is not one real number is NonScalarEvaluation.
     """
     exact = original
     step = multiplier * displacement
@@ -100,6 +102,8 @@ def probe_direction(
         plus_value = _evaluated_at(array, plus, saved, "plus", evaluate)
         minus_value = _evaluated_at(array, minus, saved, "minus", evaluate)
     except NonFiniteEvaluation:
+        if required:
+            raise
         return None
     with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
         products = analytic * (plus_shift + minus_shift)

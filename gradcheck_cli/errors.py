@@ -65,6 +65,11 @@ __all__ = [
     "ProblemFunctionNotFound",
     "ProblemFunctionRaised",
     "NotAProblem",
+    "TorchUnavailable",
+    "UnsupportedDevice",
+    "UnsupportedTensor",
+    "SharedTensorMemory",
+    "InvalidTorchCall",
 ]
 
 
@@ -650,3 +655,60 @@ class NotAProblem(GradCheckError):
             f"expected a GradientProblem or (objective, parameters, gradients) from {self.reference}, "
             f"got {self.returned}"
         )
+
+
+# Torch code (torch.py): refused before the first call of the user's function.
+
+
+class TorchUnavailable(GradCheckError, ImportError):
+    """gradcheck_cli.torch was imported, but torch (the optional extra) is not installed."""
+
+    fields = ()
+
+    def describe(self):
+        return (
+            "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' "
+            "from a clone of gradcheck (or pip install 'gradcheck-cli[torch]')"
+        )
+
+
+class UnsupportedDevice(GradCheckError):
+    """A tensor to probe or read is not on the CPU."""
+
+    fields = ("tensor", "device")
+
+    def describe(self):
+        return (
+            f"tensor {self.tensor!r} is on device {self.device}; gradcheck probes CPU tensors only, "
+            "in place (see docs/torch.md): check a .cpu() copy of the code"
+        )
+
+
+class UnsupportedTensor(GradCheckError):
+    """A tensor that cannot be probed in place: its dtype, layout or memory."""
+
+    fields = ("tensor", "problem")
+
+    def describe(self):
+        return f"tensor {self.tensor!r} {self.problem}"
+
+
+class SharedTensorMemory(GradCheckError):
+    """Two tensors share memory, so perturbing one would perturb the other."""
+
+    fields = ("first", "second")
+
+    def describe(self):
+        return (
+            f"tensors {self.first!r} and {self.second!r} share memory (one is a view of the other, "
+            "or both of one tensor); perturbing one would perturb both: pass a .clone() of one"
+        )
+
+
+class InvalidTorchCall(GradCheckError):
+    """The user's function or loss returned something that cannot be checked."""
+
+    fields = ("call", "problem")
+
+    def describe(self):
+        return f"{self.call} {self.problem}"

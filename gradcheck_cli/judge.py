@@ -18,6 +18,7 @@ __all__ = [
     "ErrorBar",
     "StepEstimate",
     "Judgement",
+    "Resolution",
     "stencil_gain",
     "relative_error",
     "step_estimate",
@@ -129,22 +130,38 @@ def _agrees(estimate: StepEstimate, tolerance: float) -> bool:
     return estimate.slopes_consistent and estimate.relative_error <= tolerance
 
 
-def _within_resolution(estimate: StepEstimate, tolerance: float, gradient_scale: float) -> bool:
-    """The gap within the error bar, and the bar within the tolerance of the parameter's gradients.
+@dataclass(frozen=True)
+class Resolution:
+    """What "small" means for an estimate's bar: beside the parameter's largest gradient, or beside
+    the largest gradient of the whole check (a parameter the loss barely depends on)."""
 
-    A gradient too small for the estimate to resolve relative to itself (zero, or a few bars)
-    agrees at the resolution that matters beside the parameter's larger gradients.
+    gradient: float
+    change: float
+
+
+def _resolution_scale(estimate: StepEstimate, resolution: Resolution) -> float:
+    """The gradient that matters beside this estimate: the parameter's largest, or the check's."""
+    return max(resolution.gradient, resolution.change)
+
+
+def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
+    """Agreement where the relative tolerance cannot decide, at the scale of the gradients that matter.
+
+    Either both values are indistinguishable from zero at the error bar and the bar is small beside
+    the parameter's or the check's largest gradient, or the worst case |a − n| + bar is within the
+    tolerance of the parameter's own largest gradient.
     """
     bar = estimate.error_bar.total
-    return (
-        estimate.slopes_consistent
-        and abs(estimate.analytic - estimate.numerical) <= bar
-        and bar <= tolerance * gradient_scale
-    )
+    if not estimate.slopes_consistent:
+        return False
+    zero = abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
+    if zero and bar <= tolerance * _resolution_scale(estimate, resolution):
+        return True
+    return abs(estimate.analytic - estimate.numerical) + bar <= tolerance * resolution.gradient
 
 
-def _passes(estimate: StepEstimate, tolerance: float, gradient_scale: float) -> bool:
-    return _agrees(estimate, tolerance) or _within_resolution(estimate, tolerance, gradient_scale)
+def _passes(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
+    return _agrees(estimate, tolerance) or _within_resolution(estimate, tolerance, resolution)
 
 
 def _disagrees(estimate: StepEstimate, tolerance: float) -> bool:
@@ -154,10 +171,10 @@ def _disagrees(estimate: StepEstimate, tolerance: float) -> bool:
 
 
 def judge_primary(
-    estimate: StepEstimate, tolerance: float, gradient_scale: float, unit: str = "step"
+    estimate: StepEstimate, tolerance: float, resolution: Resolution, unit: str = "step"
 ) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation."""
-    if _passes(estimate, tolerance, gradient_scale):
+    if _passes(estimate, tolerance, resolution):
         return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, tolerance, unit))
     return None
 
@@ -193,7 +210,7 @@ def _supported(estimates: Sequence[StepEstimate], index: int, tolerance: float) 
 
 
 def judge_confirmed(
-    estimates: Sequence[StepEstimate], tolerance: float, gradient_scale: float, unit: str = "step"
+    estimates: Sequence[StepEstimate], tolerance: float, resolution: Resolution, unit: str = "step"
 ) -> Judgement:
     """The verdict from estimates at several steps (the first is the original step).
 
@@ -208,7 +225,7 @@ def judge_confirmed(
     passing = [
         index
         for index, estimate in enumerate(estimates)
-        if _passes(estimate, tolerance, gradient_scale) and _supported(estimates, index, tolerance)
+        if _passes(estimate, tolerance, resolution) and _supported(estimates, index, tolerance)
     ]
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
@@ -224,7 +241,7 @@ def judge_confirmed(
             "for these steps): not evidence either way",
         )
     return Judgement(
-        verdict=INCONCLUSIVE, decided_at=best, reason=_undecided(estimates, best, tolerance, gradient_scale, unit)
+        verdict=INCONCLUSIVE, decided_at=best, reason=_undecided(estimates, best, tolerance, resolution, unit)
     )
 
 
@@ -239,9 +256,9 @@ def _agreement(estimate: StepEstimate, tolerance: float, unit: str) -> str:
             f"at {unit} {_number(estimate.step)}"
         )
     return (
-        f"analytic {_number(estimate.analytic)} and numerical {_number(estimate.numerical)} agree within the "
-        f"error bar ±{_number(estimate.error_bar.total)} at {unit} {_number(estimate.step)}, itself within the "
-        "tolerance of the parameter's largest gradient"
+        f"analytic {_number(estimate.analytic)} and numerical {_number(estimate.numerical)} agree within the error "
+        f"bar ±{_number(estimate.error_bar.total)} at {unit} {_number(estimate.step)}, well within the tolerance "
+        "of the parameter's largest gradient"
     )
 
 
@@ -263,7 +280,7 @@ _REMEDIES = {
 
 
 def _undecided(
-    estimates: Sequence[StepEstimate], best: int, tolerance: float, gradient_scale: float, unit: str
+    estimates: Sequence[StepEstimate], best: int, tolerance: float, resolution: Resolution, unit: str
 ) -> str:
     chosen = estimates[best]
     bar = chosen.error_bar
@@ -276,10 +293,10 @@ def _undecided(
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]
     unresolved = ""
-    if bar.total > tolerance * gradient_scale:
+    if bar.total > tolerance * _resolution_scale(chosen, resolution) and abs(chosen.analytic) <= bar.total:
         unresolved = (
-            f", more than {_number(tolerance)}× the parameter's largest gradient {_number(gradient_scale)}, so "
-            "the loss cannot resolve it at this precision"
+            f", more than {_number(tolerance)}× the parameter's largest gradient ({_number(resolution.gradient)}) "
+            "and than its share of f's largest one-step change, so the loss cannot resolve it at this precision"
         )
     return (
         f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is within {FAIL_MARGIN:g}× the error bar "

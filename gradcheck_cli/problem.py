@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 
@@ -210,11 +210,13 @@ def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
         return True
 
 
-def load_problem(reference: str) -> GradientProblem:
+def load_problem(reference: str, adapt: Optional[Callable] = None) -> GradientProblem:
     """Load a problem from ``FILE.py:FUNCTION`` or ``package.module:FUNCTION``.
 
     The function takes no arguments and returns a :class:`GradientProblem`
-    or the tuple ``(objective, parameters, gradients)``. A file runs as a
+    or the tuple ``(objective, parameters, gradients)``; ``adapt(returned,
+    reference)``, when given, may turn what it returned into one first (the
+    command line's hook for torch code). A file runs as a
     fresh module with its own directory first on ``sys.path`` (so it can
     import its neighbours, as ``python FILE.py`` would); a module is
     imported with the current directory on ``sys.path``. Both path entries
@@ -248,6 +250,8 @@ def load_problem(reference: str) -> GradientProblem:
             raise
         except BaseException as error:  # SystemExit, GeneratorExit, the user's own BaseException subclasses
             raise ProblemFunctionRaised(reference=reference, error=exception_line(error)) from error
+        if adapt is not None:
+            returned = adapt(returned, f"{reference}()")
     return as_problem(returned, f"{reference}()")
 
 

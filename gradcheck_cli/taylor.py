@@ -108,6 +108,7 @@ from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .tensors import write_back
+from .splitmix import MASK64, splitmix64, splitmix64_array
 
 __all__ = [
     "PASS_ORDER",
@@ -134,29 +135,10 @@ MIN_FIT_POINTS = 3
 #: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
 DEFAULT_SEED = TAYLOR_SEED
 
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-
-
-def _splitmix64_int(state: int) -> int:
-    z = (state + _GOLDEN) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
-def _splitmix64_array(states: np.ndarray) -> np.ndarray:
-    # uint64 array arithmetic wraps modulo 2⁶⁴, as splitmix64 needs.
-    z = states + np.uint64(_GOLDEN)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def _fnv1a64(text: str) -> int:
     value = 0xCBF29CE484222325
     for byte in text.encode("utf-8"):
-        value = ((value ^ byte) * 0x100000001B3) & _MASK64
+        value = ((value ^ byte) * 0x100000001B3) & MASK64
     return value
 
 
@@ -222,10 +204,10 @@ def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str],
     raw = {}
     for name in names:
         shape = np.shape(parameters[name])
-        key = _splitmix64_int(_fnv1a64(name) ^ (int(seed) & _MASK64))
+        key = splitmix64(_fnv1a64(name) ^ (int(seed) & MASK64))
         count = math.prod(shape)
         states = np.arange(count, dtype=np.uint64) + np.uint64(key)
-        unit = (_splitmix64_array(states) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        unit = (splitmix64_array(states) >> np.uint64(11)).astype(np.float64) * 2.0**-53
         raw[name] = (2.0 * unit - 1.0).reshape(shape)
     return _normalized(raw)
 

@@ -682,8 +682,9 @@ def test_every_array_is_bit_identical_after_success_error_and_exception(paramete
         report = check_gradients(objective, parameters, cosines(parameters), samples=samples)
     except (Boom, KeyboardInterrupt):
         assert len(calls) == failing_call
-    except AtParameter as error:
-        assert failure == "nan" and isinstance(error.source.source, NonFiniteEvaluation)
+    except AtParameter as error:  # at a coordinate (AtCoordinate inside) or at the direction's probes
+        source = error.source.source if isinstance(error.source, AtCoordinate) else error.source
+        assert failure == "nan" and isinstance(source, NonFiniteEvaluation)
         assert len(calls) == failing_call
     except NonFiniteEvaluation as error:  # f(θ) itself, at no coordinate
         assert failure == "nan" and error.side == "center" and failing_call in (1, len(calls))

@@ -91,6 +91,29 @@ EXAMPLES = [
         "the objective of model.py:problem raised ZeroDivisionError: division by zero",
     ),
     (
+        errors.TorchUnavailable(),
+        "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
+        "gradcheck (or pip install 'gradcheck-cli[torch]')",
+    ),
+    (
+        errors.UnsupportedDevice(tensor="inputs[0]", device="cuda:0"),
+        "tensor 'inputs[0]' is on device cuda:0; gradcheck probes CPU tensors only, in place "
+        "(see docs/torch.md): check a .cpu() copy of the code",
+    ),
+    (
+        errors.UnsupportedTensor(tensor="x", problem="has dtype torch.float16; expected float64, float32 or bfloat16"),
+        "tensor 'x' has dtype torch.float16; expected float64, float32 or bfloat16",
+    ),
+    (
+        errors.SharedTensorMemory(first="inputs[0]", second="inputs[2]"),
+        "tensors 'inputs[0]' and 'inputs[2]' share memory (one is a view of the other, or both of one tensor); "
+        "perturbing one would perturb both: pass a .clone() of one",
+    ),
+    (
+        errors.InvalidTorchCall(call="fn(*inputs)", problem="must return a tensor or a tuple of tensors, got dict"),
+        "fn(*inputs) must return a tensor or a tuple of tensors, got dict",
+    ),
+    (
         errors.AtCoordinate(coordinate=[0, 1], source=errors.NonFiniteEvaluation(side="minus", value=math.nan)),
         "gradient check at coordinate [0, 1] failed: minus function evaluation returned NaN",
     ),

@@ -75,18 +75,24 @@ def test_float32_needs_float32_defaults():
 def test_torch_parameters_are_views_and_come_back_bit_identical():
     import torch
 
-    problem = load("torch_mlp.py", "problem")
-    # The objective closes over the model; its parameters are the same memory as the numpy views.
-    model = next(
-        cell.cell_contents for cell in problem.objective.__closure__ if isinstance(cell.cell_contents, torch.nn.Module)
-    )
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from torch_mlp import build
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from gradcheck_cli.torch import module_problem
+
+    model, loss_fn = build()
+    problem = module_problem(model, loss_fn)
     tensors = dict(model.named_parameters())
+    assert list(problem.parameters) == list(tensors) == ["hidden.weight", "hidden.bias", "out.weight", "out.bias"]
     for name, array in problem.parameters.items():
         assert np.shares_memory(array, tensors[name].detach().numpy())
     before = {name: tensor.detach().clone() for name, tensor in tensors.items()}
     assert check_problem(problem, samples="all").passed
     for name, tensor in tensors.items():
         assert torch.equal(tensor.detach().view(torch.int32), before[name].view(torch.int32))
+        assert tensor.grad is None
 
 
 SCRIPTS = [

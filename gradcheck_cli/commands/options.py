@@ -208,7 +208,7 @@ def user_problem(reference: str):
 
     with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr():
         try:
-            problem = load_problem(reference)
+            problem = load_problem(reference, adapt=_torch_code)
             yield dataclasses.replace(problem, objective=watched(problem.objective))
         except KeyboardInterrupt:
             raise
@@ -251,10 +251,32 @@ def _flush_c_stdio() -> None:
         pass
 
 
+def _torch_code(returned, reference: str):
+    """What the problem function returned, as a problem when it is torch code (see gradcheck_cli.torch).
+
+    Only once the user's code has imported torch: gradcheck never imports
+    it for a numpy problem. The user's function or loss raising during the
+    analytic pass is ObjectiveRaised, as it is during the check.
+    """
+    if "torch" not in sys.modules:
+        return returned
+    from ..torch import torch_problem
+
+    try:
+        return torch_problem(returned, reference)
+    except GradCheckError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # the user's function or loss, in the analytic pass
+        raise ObjectiveRaised(reference=reference.removesuffix("()"), error=exception_line(error)) from error
+
+
 PROBLEM_HELP = (
     "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
     "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
-    "called as objective(parameters)."
+    "called as objective(parameters). Torch code too: parameters and gradients may be torch tensors, "
+    "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md)."
 )
 PARAM_OPTION = click.option(
     "--param",

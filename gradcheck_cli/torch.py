@@ -1,0 +1,472 @@
+"""Check torch code directly: autograd Functions and modules, in float64, float32 and bfloat16.
+
+    import torch
+    from gradcheck_cli.torch import check_function
+
+    x = torch.randn(4, 8, dtype=torch.float32, requires_grad=True)
+    report = check_function(MyGelu.apply, (x,))
+    assert report.passed, report.failing_parameters
+
+Each entry point turns torch code into a
+:class:`~gradcheck_cli.problem.GradientProblem` whose parameters are numpy
+views of the tensors' own storage, in their own dtype (no copy), and hands it
+to :func:`~gradcheck_cli.check.check_gradients` with every option as given;
+the report is check_gradients' own. The probes are written through those
+views, so torch sees them, and check_gradients writes the original bits back
+after every call, on every path. The user's guide, with how the cotangent u
+is built and the plan for CUDA, is docs/torch.md.
+
+* :func:`check_function`: ``fn(*inputs)`` returns a tensor or a tuple of
+  tensors; the objective is ⟨u, fn(*inputs)⟩ in float64 under
+  ``torch.no_grad()``, the analytic side ``torch.autograd.grad`` with the
+  same u (:func:`cotangent`). Every input tensor that requires grad is
+  checked, leaf or not (a non-leaf is checked as an input of ``fn``).
+* :func:`check_module`: ``loss_fn(module)`` returns a scalar; every
+  parameter of ``module.named_parameters()`` that requires grad is checked,
+  under torch's name. The module's buffers are written back after every
+  call, so a forward that updates them (batch norm in training mode) leaves
+  the module as it found it.
+* :func:`assert_gradients`: the pytest helper for functions.
+* :func:`torch_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with
+  a returned ``(fn, inputs)``, ``(module, loss_fn)``, or a problem whose
+  parameters are tensors.
+
+No ``.grad`` is written (``torch.autograd.grad``, never ``.backward()``), the
+module's training mode is left as the user set it, and every tensor is
+checked before the first call: CPU only (:class:`UnsupportedDevice`), dense,
+no element sharing memory with another, no two tensors sharing memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import operator
+from collections.abc import Mapping
+
+import numpy as np
+
+from .check import GradientCheckReport, check_problem
+from .errors import (
+    InvalidTorchCall,
+    NotCallable,
+    SharedParameterMemory,
+    SharedTensorMemory,
+    TorchUnavailable,
+    UnsupportedDevice,
+    UnsupportedTensor,
+)
+from .problem import GradientProblem, as_problem, reject_shared_memory
+from .splitmix import MASK64, splitmix64, splitmix64_array
+
+try:
+    import torch  # absolute: the real torch, not this module
+except ModuleNotFoundError as error:
+    if error.name != "torch":
+        raise
+    raise TorchUnavailable() from error
+
+__all__ = [
+    "DEFAULT_SEED",
+    "cotangent",
+    "function_problem",
+    "module_problem",
+    "tensor_problem",
+    "torch_problem",
+    "check_function",
+    "check_module",
+    "assert_gradients",
+]
+
+#: The cotangents' seed unless told otherwise.
+DEFAULT_SEED = 0
+
+_PROBED_DTYPES = {torch.float64: "float64", torch.float32: "float32", torch.bfloat16: "bfloat16"}
+# Integer dtypes of each element size, to look at any tensor's memory through numpy.
+_SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def cotangent(shape, output_index: int, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """The cotangent u of output ``output_index``: float64, odd multiples of 1/256 in [−255/256, 255/256].
+
+    Element k (row-major) is u = (2·⌊z/2⁵⁶⌋ − 255) / 256 with
+    z = splitmix64(a + k) and a = splitmix64(splitmix64(seed) XOR j), j the
+    output's position in what ``fn`` returns, all modulo 2⁶⁴
+    (:func:`~gradcheck_cli.splitmix.splitmix64`). Integer arithmetic only, so
+    the same on every platform; never zero, so every output element counts;
+    and 8 significant bits, so u is exact in float64, float32, float16 and
+    bfloat16 and autograd's vector-Jacobian product uses the very u of the
+    objective.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    output_index : int
+        j ≥ 0.
+    seed : int
+        Taken modulo 2⁶⁴.
+
+    Returns
+    -------
+    np.ndarray of float64, shape ``shape``
+    """
+    key = splitmix64(splitmix64(operator.index(seed) & MASK64) ^ operator.index(output_index))
+    count = int(np.prod(shape, dtype=np.int64))
+    states = np.arange(count, dtype=np.uint64) + np.uint64(key)
+    top_byte = (splitmix64_array(states) >> np.uint64(56)).astype(np.float64)
+    return ((2.0 * top_byte - 255.0) / 256.0).reshape(shape)
+
+
+def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+    """``fn`` at ``inputs`` as a GradientProblem: ⟨u, fn(*inputs)⟩ over the inputs that require grad.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(*inputs)`` (``fn(**inputs)`` for a mapping) returns a tensor or
+        a tuple or list of tensors. Outputs that are not floating point or
+        do not require grad are left out of ⟨u, ·⟩.
+    inputs : tensor, sequence or mapping
+        A tensor stands for ``(tensor,)``. Input tensors that require grad
+        (float64, float32 or bfloat16) are checked, named ``inputs[i]`` (or
+        by their key); everything else is passed as is.
+    seed : int
+        The cotangents' seed (:func:`cotangent`).
+
+    Returns
+    -------
+    GradientProblem
+        Parameters: numpy views of the checked tensors. Gradients: float64
+        arrays of autograd's vector-Jacobian product with u (zeros where
+        autograd returns None). The objective ignores its argument and calls
+        ``fn`` on ``inputs`` themselves, which the views write into.
+
+    Raises
+    ------
+    GradCheckError
+        Before ``fn`` is first called, for an input that cannot be probed;
+        after the analytic call, for outputs that cannot be checked
+        (InvalidTorchCall). Exceptions raised by ``fn`` propagate unchanged.
+    """
+    if not callable(fn):
+        raise NotCallable(role="fn", type_name=type(fn).__name__)
+    named, call_text, call = _bound_inputs(fn, inputs)
+    tensors = {name: value for name, value in named.items() if isinstance(value, torch.Tensor)}
+    checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
+    if not checked:
+        raise InvalidTorchCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
+    views = _probe_views(checked, tensors)
+
+    with torch.enable_grad():
+        outputs = _outputs(call(), call_text)
+        differentiable = [index for index, output in enumerate(outputs) if _differentiable(output, index, call_text)]
+        if not differentiable:
+            raise InvalidTorchCall(call=call_text, problem="returned no floating-point output that requires grad")
+        cotangents = {index: torch.from_numpy(cotangent(outputs[index].shape, index, seed)) for index in differentiable}
+        grads = torch.autograd.grad(
+            [outputs[index] for index in differentiable],
+            list(checked.values()),
+            grad_outputs=[cotangents[index].to(outputs[index].dtype) for index in differentiable],
+            allow_unused=True,
+        )
+    shapes = {index: outputs[index].shape for index in differentiable}
+    count = len(outputs)
+    del outputs
+
+    def objective(_views):
+        with torch.no_grad():
+            returned = _outputs(call(), call_text)
+        if len(returned) != count:
+            raise InvalidTorchCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
+        total = 0.0
+        for index, u in cotangents.items():
+            output = returned[index].detach()
+            if output.shape != shapes[index]:
+                problem = f"output {index} had shape {list(shapes[index])}, then {list(output.shape)}"
+                raise InvalidTorchCall(call=call_text, problem=problem)
+            total += float(torch.sum(output.to(torch.float64) * u))
+        return total
+
+    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
+    return GradientProblem(objective, views, gradients)
+
+
+def module_problem(module, loss_fn) -> GradientProblem:
+    """``loss_fn(module)`` as a GradientProblem over the parameters that require grad.
+
+    The objective is the loss itself (no cotangent); the parameters are
+    numpy views named as ``module.named_parameters()`` names them, and every
+    buffer is written back after each call of ``loss_fn``. Raises as
+    :func:`function_problem` does.
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise InvalidTorchCall(call="check_module", problem=f"needs a torch.nn.Module, got {type(module).__name__}")
+    if not callable(loss_fn):
+        raise NotCallable(role="loss_fn", type_name=type(loss_fn).__name__)
+    call_text = "loss_fn(module)"
+    everything = dict(module.named_parameters())
+    checked = {name: parameter for name, parameter in everything.items() if parameter.requires_grad}
+    if not checked:
+        raise InvalidTorchCall(call=call_text, problem="has no module parameter that requires grad: nothing to check")
+    everything.update(module.named_buffers())
+    views = _probe_views(checked, everything)
+    saved_buffers = [(buffer, buffer.detach().clone()) for buffer in module.buffers()]
+
+    def restore_buffers():
+        with torch.no_grad():
+            for buffer, saved in saved_buffers:
+                if not _same_bits(buffer, saved):  # an untouched buffer keeps its version counter
+                    buffer.copy_(saved)
+
+    try:
+        with torch.enable_grad():
+            loss = _scalar_loss(loss_fn(module), call_text, analytic=True)
+            grads = torch.autograd.grad(loss, list(checked.values()), allow_unused=True)
+    finally:
+        restore_buffers()  # after the backward, which may need the buffers the forward saved
+    del loss
+
+    def objective(_views):
+        try:
+            with torch.no_grad():
+                return float(_scalar_loss(loss_fn(module), call_text).to(torch.float64))
+        finally:
+            restore_buffers()
+
+    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
+    return GradientProblem(objective, views, gradients)
+
+
+def tensor_problem(problem: GradientProblem) -> GradientProblem:
+    """A problem whose parameters or gradients are torch tensors, with numpy views and arrays instead.
+
+    Every tensor parameter is probed through a view of its own storage; the
+    objective is still called with the original mapping of tensors. Tensor
+    gradients become float64 arrays. Numpy values are kept as they are.
+    """
+    tensors = {name: value for name, value in problem.parameters.items() if isinstance(value, torch.Tensor)}
+    views = _probe_views(tensors, tensors)
+    parameters = {name: views.get(name, value) for name, value in problem.parameters.items()}
+    gradients = {}
+    for name, gradient in problem.gradients.items():
+        if isinstance(gradient, torch.Tensor):
+            _require_cpu(f"gradients[{name!r}]", gradient)
+            gradient = gradient.detach().to(torch.float64).numpy()
+        gradients[name] = gradient
+    original, user_objective = problem.parameters, problem.objective
+
+    def objective(_arrays):
+        with torch.no_grad():
+            value = user_objective(original)
+        return value.detach() if isinstance(value, torch.Tensor) else value
+
+    return GradientProblem(objective, parameters, gradients)
+
+
+def torch_problem(returned, reference: str = "the problem"):
+    """What a problem function returned, as a GradientProblem when it is torch code; anything else unchanged.
+
+    ``(fn, inputs)`` (the second a tensor, or a tuple, list or mapping holding
+    one) is :func:`function_problem`, ``(module, loss_fn)`` (the second callable)
+    :func:`module_problem`, and a GradientProblem or ``(objective,
+    parameters, gradients)`` holding tensors :func:`tensor_problem`.
+    """
+    if isinstance(returned, (tuple, list)) and len(returned) == 2:
+        first, second = returned
+        if isinstance(first, torch.nn.Module) and callable(second):
+            return module_problem(first, second)
+        if _holds_a_tensor(second):
+            return function_problem(first, second)
+        return returned
+    if isinstance(returned, GradientProblem) or (isinstance(returned, (tuple, list)) and len(returned) == 3):
+        problem = as_problem(returned, reference)
+        values = [*problem.parameters.values(), *problem.gradients.values()]
+        if any(isinstance(value, torch.Tensor) for value in values):
+            return tensor_problem(problem)
+    return returned
+
+
+def check_function(fn, inputs, *, seed: int = DEFAULT_SEED, **options) -> GradientCheckReport:
+    """Check ``fn``'s backward at ``inputs``: :func:`function_problem` checked by ``check_gradients``.
+
+    ``options`` are check_gradients' own (samples, step, tolerance, …),
+    passed through unchanged, and so is its report. Every input is
+    bit-identical afterwards, and no ``.grad`` is written.
+    """
+    return check_problem(function_problem(fn, inputs, seed=seed), **options)
+
+
+def check_module(module, loss_fn, **options) -> GradientCheckReport:
+    """Check a module's parameter gradients of ``loss_fn(module)``: :func:`module_problem` under check_gradients.
+
+    Parameters are reported under torch's names (``l1.weight``); their
+    values, ``.grad``, the buffers and ``module.training`` are as they were
+    afterwards.
+    """
+    return check_problem(module_problem(module, loss_fn), **options)
+
+
+def assert_gradients(fn, inputs, *, seed: int = DEFAULT_SEED, **options) -> GradientCheckReport:
+    """:func:`check_function`, raising AssertionError with the failure table unless the check passed.
+
+    The message is :func:`gradcheck_cli.testing.failure_table`'s, as
+    :func:`~gradcheck_cli.testing.assert_gradients_match` raises it; a bad
+    request is its typed GradCheckError. Returns the report when it passed.
+    """
+    from .testing import failure_table
+
+    __tracebackhide__ = True  # pytest shows the assertion, not this frame
+    report = check_function(fn, inputs, seed=seed, **options)
+    if not report.passed:
+        raise AssertionError(failure_table(report))
+    return report
+
+
+def _holds_a_tensor(inputs) -> bool:
+    if isinstance(inputs, Mapping):
+        inputs = list(inputs.values())
+    elif not isinstance(inputs, (tuple, list)):
+        inputs = [inputs]
+    return any(isinstance(value, torch.Tensor) for value in inputs)
+
+
+def _bound_inputs(fn, inputs) -> tuple:
+    """``(name → input, call text, call)``: a tensor or sequence is passed positionally, a mapping by keyword."""
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if isinstance(inputs, Mapping):
+        named = dict(inputs)
+        for key in named:
+            if not isinstance(key, str):
+                raise InvalidTorchCall(call="fn(**inputs)", problem=f"needs string keys, got {key!r}")
+        return named, "fn(**inputs)", lambda: fn(**named)
+    if not isinstance(inputs, (tuple, list)):
+        problem = f"needs inputs as a tensor, a tuple, a list or a mapping, got {type(inputs).__name__}"
+        raise InvalidTorchCall(call="fn(*inputs)", problem=problem)
+    positional = tuple(inputs)
+    return {f"inputs[{index}]": value for index, value in enumerate(positional)}, "fn(*inputs)", lambda: fn(*positional)
+
+
+def _outputs(returned, call_text: str) -> list:
+    if isinstance(returned, torch.Tensor):
+        return [returned]
+    if not isinstance(returned, (tuple, list)):
+        problem = f"must return a tensor or a tuple of tensors, got {type(returned).__name__}"
+        raise InvalidTorchCall(call=call_text, problem=problem)
+    for index, output in enumerate(returned):
+        if not isinstance(output, torch.Tensor):
+            problem = f"must return a tensor or a tuple of tensors, got {type(output).__name__} as output {index}"
+            raise InvalidTorchCall(call=call_text, problem=problem)
+    return list(returned)
+
+
+def _differentiable(output, index: int, call_text: str) -> bool:
+    """Whether ⟨u, ·⟩ takes in this output; a complex output that requires grad is refused."""
+    if output.is_complex() and output.requires_grad:
+        problem = f"returned complex output {index} ({output.dtype}): return torch.view_as_real of it instead"
+        raise InvalidTorchCall(call=call_text, problem=problem)
+    if output.requires_grad and output.is_floating_point():
+        _require_cpu(f"output {index}", output)
+        return True
+    return False
+
+
+def _scalar_loss(loss, call_text: str, analytic: bool = False):
+    wanted = "a floating-point tensor with one element" + (" that requires grad" if analytic else "")
+    if not isinstance(loss, torch.Tensor):
+        raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {type(loss).__name__}")
+    usable = loss.is_floating_point() and loss.numel() == 1 and (loss.requires_grad or not analytic)
+    if not usable:
+        got = f"{loss.dtype} of shape {list(loss.shape)}" + (", requires_grad=False" if analytic else "")
+        raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {got}")
+    _require_cpu("the loss", loss)
+    return loss.detach().reshape(()) if not analytic else loss.reshape(())
+
+
+def _gradient_array(grad, tensor) -> np.ndarray:
+    """Autograd's gradient as a float64 array; None (unused) is zero."""
+    if grad is None:
+        return np.zeros(tuple(tensor.shape))
+    return grad.detach().to(torch.float64).numpy()
+
+
+def _same_bits(tensor, other) -> bool:
+    integer = _SAME_SIZE_INTEGER.get(tensor.element_size())
+    if integer is None or tensor.dtype == torch.bool:
+        return torch.equal(tensor, other)
+    return torch.equal(tensor.view(integer), other.view(integer))
+
+
+def _require_cpu(name: str, tensor) -> None:
+    if tensor.device.type != "cpu":
+        raise UnsupportedDevice(tensor=name, device=str(tensor.device))
+
+
+def _probe_views(checked: Mapping, everything: Mapping) -> dict:
+    """Writable numpy views of the ``checked`` tensors, after checking ``everything`` the call reads.
+
+    Every tensor must be on the CPU, and no checked tensor may share memory
+    with another dense tensor of ``everything`` (SharedTensorMemory, the pair
+    in ``everything``'s order).
+    """
+    for name, tensor in everything.items():
+        _require_cpu(name, tensor)
+    views = {name: _probe_view(name, tensor) for name, tensor in checked.items()}
+    memory = {}
+    for name, tensor in everything.items():
+        if name in views:
+            memory[name] = views[name]
+        elif tensor.layout == torch.strided:
+            memory[name] = _memory_view(name, tensor)
+    try:
+        reject_shared_memory(memory, list(checked))
+    except SharedParameterMemory as error:
+        raise SharedTensorMemory(first=error.first, second=error.second) from None
+    return views
+
+
+def _probe_view(name: str, tensor) -> np.ndarray:
+    """A writable numpy view of ``tensor``'s own memory, in its own dtype (bfloat16 through ml_dtypes)."""
+    if tensor.dtype not in _PROBED_DTYPES:
+        problem = f"has dtype {tensor.dtype}; gradcheck probes float64, float32 and bfloat16 tensors"
+        raise UnsupportedTensor(tensor=name, problem=problem)
+    if tensor.layout != torch.strided:
+        problem = f"has layout {tensor.layout}; gradcheck probes dense (strided) tensors"
+        raise UnsupportedTensor(tensor=name, problem=problem)
+    if _may_overlap_itself(tensor):
+        problem = (
+            "has elements that may share memory (an expand() or as_strided view): perturbing one "
+            "would perturb others; pass a .clone()"
+        )
+        raise UnsupportedTensor(tensor=name, problem=problem)
+    if tensor.dtype != torch.bfloat16:
+        return _memory_view(name, tensor)
+    try:
+        ml_dtypes = importlib.import_module("ml_dtypes")
+    except ImportError:
+        problem = "has dtype torch.bfloat16, which needs ml_dtypes (not installed): pip install -e '.[bfloat16]'"
+        raise UnsupportedTensor(tensor=name, problem=problem) from None
+    return _memory_view(name, tensor.detach().view(torch.int16)).view(ml_dtypes.bfloat16)
+
+
+def _memory_view(name: str, tensor) -> np.ndarray:
+    """A numpy view of ``tensor``'s memory: its own dtype where numpy has it, else integers of its size."""
+    detached = tensor.detach()
+    try:
+        return detached.numpy()
+    except (RuntimeError, TypeError):
+        pass
+    try:
+        return detached.view(_SAME_SIZE_INTEGER[detached.element_size()]).numpy()
+    except (RuntimeError, TypeError, KeyError) as error:
+        message = " ".join(str(error).split())
+        raise UnsupportedTensor(tensor=name, problem=f"has no numpy view of its memory: {message}") from None
+
+
+def _may_overlap_itself(tensor) -> bool:
+    """Whether two elements may share memory: each stride must exceed the span of the smaller ones."""
+    span = 0
+    for stride, size in sorted((stride, size) for size, stride in zip(tensor.shape, tensor.stride()) if size > 1):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False

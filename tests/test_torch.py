@@ -1,0 +1,684 @@
+"""gradcheck_cli.torch: torch code checked directly, in float64, float32 and bfloat16.
+
+The functions under test are examples/torch_functions.py's hand-written
+autograd Functions (GELU, layer norm, softmax cross-entropy, one attention
+head), each correct and with one bug. Which inputs a bug reaches is worked
+out by hand in that file's docstring; every expected number below says
+where it comes from.
+"""
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is an optional extra: pip install -e '.[torch]'")
+
+from click.testing import CliRunner  # noqa: E402
+
+from gradcheck_cli import check_problem  # noqa: E402
+from gradcheck_cli.cli import main  # noqa: E402
+from gradcheck_cli.errors import (  # noqa: E402
+    AtParameter,
+    InvalidSamples,
+    InvalidTorchCall,
+    NotCallable,
+    SharedTensorMemory,
+    UnsupportedDevice,
+    UnsupportedTensor,
+)
+from gradcheck_cli.splitmix import splitmix64  # noqa: E402
+from gradcheck_cli.testing import failure_table  # noqa: E402
+from gradcheck_cli.torch import (  # noqa: E402
+    assert_gradients,
+    check_function,
+    check_module,
+    cotangent,
+    function_problem,
+    module_problem,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+import torch_functions  # noqa: E402
+from torch_mlp import HandWrittenLinear  # noqa: E402  (its bug: the bias gradient is a mean over the batch)
+
+HAS_ML_DTYPES = importlib.util.find_spec("ml_dtypes") is not None
+needs_ml_dtypes = pytest.mark.skipif(not HAS_ML_DTYPES, reason="bfloat16 needs ml_dtypes: pip install -e '.[bfloat16]'")
+
+# (function, the inputs its bug reaches): see examples/torch_functions.py.
+FUNCTIONS = [
+    pytest.param("gelu", ("inputs[0]",), id="gelu"),
+    pytest.param("layer_norm", ("inputs[0]",), id="layer_norm"),
+    pytest.param("cross_entropy", ("inputs[0]",), id="cross_entropy"),
+    pytest.param("attention", ("inputs[0]", "inputs[1]", "inputs[2]"), id="attention"),
+]
+DTYPES = [pytest.param(torch.float64, id="float64"), pytest.param(torch.float32, id="float32")]
+
+
+def snapshot(tensors):
+    """Each tensor's exact bits and its .grad (None or the exact bits), to compare after a check."""
+    return [(bits(tensor), None if tensor.grad is None else bits(tensor.grad)) for tensor in tensors]
+
+
+def bits(tensor):
+    integer = {8: torch.int64, 4: torch.int32, 2: torch.int16}[tensor.element_size()]
+    return tensor.detach().clone().view(integer)
+
+
+def assert_unchanged(tensors, before):
+    for tensor, (values, grad) in zip(tensors, before):
+        assert torch.equal(bits(tensor), values)
+        assert (tensor.grad is None) == (grad is None)
+        if grad is not None:
+            assert torch.equal(bits(tensor.grad), grad)
+
+
+def float_tensors(inputs):
+    return [value for value in inputs if isinstance(value, torch.Tensor) and value.is_floating_point()]
+
+
+# The four Functions, correct and with their bug.
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, reached", FUNCTIONS)
+def test_the_correct_function_passes_every_coordinate(name, reached, dtype):
+    fn, inputs = torch_functions.FUNCTIONS[name](dtype)
+    before = snapshot(float_tensors(inputs))
+    report = check_function(fn, inputs, samples="all")
+    assert report.passed, failure_table(report)
+    assert {check.dtype for check in report.parameters} == {str(dtype).removeprefix("torch.")}
+    # Every float input requires grad and is checked; the cross-entropy targets are integers, passed along only.
+    assert [check.name for check in report.parameters] == [f"inputs[{i}]" for i in range(len(before))]
+    assert_unchanged(float_tensors(inputs), before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, reached", FUNCTIONS)
+def test_the_bug_fails_naming_the_inputs_it_reaches(name, reached, dtype):
+    fn, inputs = torch_functions.FUNCTIONS[name](dtype, wrong=True)
+    before = snapshot(float_tensors(inputs))
+    report = check_function(fn, inputs)
+    assert report.failing_parameters == reached
+    # Real mismatches at the default tolerance, not kinks or impurity.
+    assert {record.verdict for _, record in report.failures()} == {"failed"}
+    assert report.purity.pure and report.verdict == "failed"
+    assert_unchanged(float_tensors(inputs), before)
+
+
+def test_float32_keeps_a_wide_margin_on_both_sides():
+    # The largest scaled error of a correct Function in float32 (all coordinates) and the smallest
+    # worst-coordinate error of a wrong one, against float32's tolerance ε^(1/3) = 4.92e-3: measured
+    # 1.1e-4 (attention) at most, and 1.7e-2 (layer norm) at least, on the reference machine.
+    worst_right, least_wrong = 0.0, np.inf
+    for make in torch_functions.FUNCTIONS.values():
+        right = check_function(*make(torch.float32), samples="all")
+        wrong = check_function(*make(torch.float32, wrong=True), samples="all")
+        worst_right = max(worst_right, max(r.comparison.scaled_error for c in right.parameters for r in c.checks))
+        least_wrong = min(least_wrong, max(r.comparison.scaled_error for c in wrong.parameters for r in c.checks))
+    tolerance = right.parameters[0].tolerance
+    assert worst_right < tolerance / 10 < tolerance < least_wrong / 2
+
+
+@needs_ml_dtypes
+def test_bfloat16_smoke():
+    # bfloat16's tolerance ε^(1/3) = 0.198 catches gross errors only: the attention head's softmax
+    # bug is one.
+    gelu, gelu_inputs = torch_functions.gelu(torch.bfloat16)
+    before = snapshot(gelu_inputs)
+    report = check_function(gelu, gelu_inputs, samples="all")
+    # Never failed; a coordinate whose gradient (0.02) is smaller than bfloat16's error bar there
+    # (about 0.2) may be inconclusive rather than passed.
+    assert report.failed == 0 and report.verdict in ("passed", "inconclusive")
+    assert report.parameters[0].dtype == "bfloat16" and report.inconclusive <= 1
+    assert_unchanged(gelu_inputs, before)
+    wrong, wrong_inputs = torch_functions.attention(torch.bfloat16, wrong=True)
+    before = snapshot(wrong_inputs)
+    report = check_function(wrong, wrong_inputs)
+    assert not report.passed and "inputs[3]" not in report.failing_parameters
+    assert_unchanged(wrong_inputs, before)
+
+
+# The objective and the analytic side.
+
+
+def reference_cotangent(count, output_index, seed):
+    """u by the documented rule in Python integers, independent of the numpy implementation."""
+    key = splitmix64(splitmix64(seed) ^ output_index)
+    return [(2 * (splitmix64((key + k) % 2**64) >> 56) - 255) / 256 for k in range(count)]
+
+
+def test_the_cotangent_is_the_documented_integer_rule():
+    u = cotangent((3, 4), 1, seed=7)
+    assert u.dtype == np.float64 and u.shape == (3, 4)
+    assert u.ravel().tolist() == reference_cotangent(12, 1, 7)
+    # Pinned values: the rule's output on every platform (splitmix64(0) = 0xE220A8397B1DCDAF).
+    assert cotangent((4,), 0, seed=0).tolist() == reference_cotangent(4, 0, 0)
+    assert splitmix64(0) >> 56 == 0xE2
+    # Odd multiples of 1/256, never zero, exact in every floating dtype autograd may use.
+    wide = cotangent((1000,), 0)
+    assert np.all(np.abs(wide) <= 255 / 256) and np.all((wide * 256) % 2 == 1)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        assert torch.equal(torch.from_numpy(wide).to(dtype).double(), torch.from_numpy(wide))
+    assert not np.array_equal(cotangent((8,), 0), cotangent((8,), 1))
+    assert not np.array_equal(cotangent((8,), 0, seed=0), cotangent((8,), 0, seed=1))
+    assert np.array_equal(cotangent((8,), 0, seed=-1), cotangent((8,), 0, seed=2**64 - 1))
+
+
+def test_the_problem_is_u_dot_fn_and_its_vector_jacobian_product():
+    # fn(x, w) = (x·w, sum x²): ⟨u, fn⟩ = Σ u₀ x w + u₁ Σ x², so the gradients are exactly
+    # u₀ w + 2 u₁ x and u₀ x (every product of a 1/256 multiple and a small float64 is exact here).
+    x = torch.tensor([0.5, -1.25, 2.0], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([1.5, 0.25, -0.75], dtype=torch.float64, requires_grad=True)
+    problem = function_problem(lambda x, w: (x * w, (x * x).sum()), (x, w), seed=3)
+    u0, u1 = cotangent((3,), 0, seed=3), cotangent((), 1, seed=3)
+    xs, ws = x.detach().numpy(), w.detach().numpy()
+    assert np.array_equal(problem.gradients["inputs[0]"], u0 * ws + 2 * u1 * xs)
+    assert np.array_equal(problem.gradients["inputs[1]"], u0 * xs)
+    assert problem.objective(problem.parameters) == float(np.sum(u0 * xs * ws)) + float(u1 * np.sum(xs * xs))
+    # The parameters are the tensors' own memory.
+    assert np.shares_memory(problem.parameters["inputs[0]"], xs)
+
+
+def test_outputs_that_are_not_differentiable_are_left_out():
+    x = torch.tensor([0.5, -1.5, 2.5], requires_grad=True, dtype=torch.float64)
+
+    def fn(x):
+        return x.sin(), x.argmax(), (x > 0), x.detach() * 1e6
+
+    problem = function_problem(fn, (x,))
+    # Only output 0 counts: ⟨u₀, sin x⟩, gradient u₀ cos x.
+    u0 = cotangent((3,), 0)
+    assert problem.objective(None) == float(torch.sum(torch.from_numpy(u0) * x.detach().sin()))
+    assert np.allclose(problem.gradients["inputs[0]"], u0 * np.cos(x.detach().numpy()), rtol=1e-15, atol=0)
+    assert check_problem(problem).passed
+
+
+def test_an_unused_input_has_a_zero_gradient_and_a_detached_one_fails():
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    unused = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    report = check_function(lambda x, unused: x * 2, (x, unused))
+    assert report.passed
+    assert all(record.comparison.analytic == 0.0 for record in report.parameter("inputs[1]").checks)
+    # A backward that loses its input (x.detach() inside fn) gives None, checked as zero: it fails.
+    report = check_function(lambda x, y: x * 2 + (y.detach() ** 2).sum(), (x, unused))
+    assert report.failing_parameters == ("inputs[1]",)
+
+
+def test_inputs_without_requires_grad_are_passed_and_not_checked():
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    scale = torch.full((4,), 3.0, dtype=torch.float64)
+    report = check_function(lambda x, scale, power: scale * x**power, (x, scale, 2))
+    assert report.passed and [check.name for check in report.parameters] == ["inputs[0]"]
+    with pytest.raises(InvalidTorchCall, match=r"fn\(\*inputs\) has no input tensor that requires grad"):
+        check_function(lambda scale: scale * 2, (scale,))
+
+
+def test_a_mapping_of_inputs_is_passed_by_keyword_and_named_by_key():
+    fn, (x, weight, bias) = torch_functions.layer_norm(torch.float64, wrong=True)
+    report = check_function(fn, {"x": x, "weight": weight, "bias": bias})
+    assert [check.name for check in report.parameters] == ["x", "weight", "bias"]
+    assert report.failing_parameters == ("x",)
+
+
+def test_a_single_tensor_stands_for_a_one_tuple():
+    fn, (x,) = torch_functions.gelu(torch.float64)
+    assert check_function(fn, x) == check_function(fn, (x,))
+
+
+def test_every_option_reaches_check_gradients_and_its_report_comes_back_untouched():
+    fn, inputs = torch_functions.attention(torch.float64, wrong=True)
+    options = {"samples": 3, "step": 1e-6, "tolerance": 1e-4, "names": ["inputs[2]", "inputs[3]"]}
+    report = check_function(fn, inputs, **options)
+    assert report == check_problem(function_problem(fn, inputs), **options)
+    assert [check.name for check in report.parameters] == ["inputs[2]", "inputs[3]"]
+    assert {check.step for check in report.parameters} == {1e-6}
+    assert {check.tolerance for check in report.parameters} == {1e-4}
+    assert report.failing_parameters == ("inputs[2]",)
+    explicit = check_function(fn, inputs, coordinates={"inputs[3]": [(0, 1)]}, names=["inputs[3]"])
+    assert explicit.parameters[0].selection == "explicit" and explicit.checked == 1
+    auto = check_function(fn, inputs, step="auto", names=["inputs[3]"])
+    assert auto.step_advice is not None and auto.passed
+    with pytest.raises(InvalidSamples):
+        check_function(fn, inputs, samples=-1)
+
+
+def test_assert_gradients_raises_the_failure_table():
+    fn, inputs = torch_functions.cross_entropy(torch.float32, wrong=True)
+    with pytest.raises(AssertionError) as caught:
+        assert_gradients(fn, inputs, samples=4)
+    assert str(caught.value) == failure_table(check_function(fn, inputs, samples=4))
+    assert str(caught.value).startswith("gradient check failed: ")
+    report = assert_gradients(*torch_functions.cross_entropy(torch.float32))
+    assert report.passed
+
+
+# Inputs: what is probed, what is refused before any call.
+
+
+def counting(fn):
+    calls = []
+
+    def counted(*arguments, **keywords):
+        calls.append(1)
+        return fn(*arguments, **keywords)
+
+    return counted, calls
+
+
+def test_a_non_leaf_input_is_checked_as_an_input_and_its_graph_still_works():
+    # x = 2a is not a leaf; it is probed in place as fn's own input (d/dx, not d/da), and the graph
+    # that made it is intact afterwards: backward through it gives a.grad = 2 exactly.
+    a = torch.tensor([0.5, 1.5, -2.0], dtype=torch.float64, requires_grad=True)
+    x = a * 2
+    x_before = bits(x)
+    fn, _ = torch_functions.gelu(torch.float64)
+    assert check_function(fn, (x,), samples="all").passed
+    assert not check_function(torch_functions.wrong_gelu()[0], (x,)).passed
+    assert torch.equal(bits(x), x_before) and a.grad is None
+    x.sum().backward()
+    assert a.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32] + ([torch.bfloat16] if HAS_ML_DTYPES else []))
+def test_a_non_contiguous_input_is_probed_through_its_strides(dtype):
+    base = torch.randn(6, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64).to(dtype)
+    x = base.T.requires_grad_()  # a [4, 6] view with strides (1, 4)
+    assert not x.is_contiguous()
+    before = snapshot([x])
+    report = check_function(torch_functions.gelu()[0], (x,), samples="all")
+    assert report.passed and report.checked == 24
+    assert_unchanged([x], before)
+
+
+def test_tensors_that_share_memory_are_refused_naming_both():
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    fn, calls = counting(lambda x, row: x.sum() + row.sum())
+    with pytest.raises(SharedTensorMemory) as caught:
+        check_function(fn, (x, x[1]))
+    assert (caught.value.first, caught.value.second) == ("inputs[0]", "inputs[1]")
+    # Unchecked inputs count too: probing x would perturb a detached view of it.
+    with pytest.raises(SharedTensorMemory, match=r"tensors 'inputs\[0\]' and 'inputs\[1\]' share memory"):
+        check_function(fn, (x, x.detach()[::2]))
+    # Disjoint views of one tensor do not share memory.
+    base = torch.randn(6, dtype=torch.float64)
+    assert check_function(fn, (base[:3].requires_grad_(), base[3:].requires_grad_())).passed
+    assert len(calls) > 0
+    calls.clear()
+    with pytest.raises(SharedTensorMemory):
+        check_function(fn, (x, x))
+    assert calls == []
+
+
+def test_an_input_whose_elements_share_memory_is_refused():
+    expanded = torch.randn(3, 1, dtype=torch.float64).expand(3, 4).requires_grad_()
+    fn, calls = counting(lambda x: x * x)
+    with pytest.raises(UnsupportedTensor, match=r"tensor 'inputs\[0\]' has elements that may share memory"):
+        check_function(fn, (expanded,))
+    assert calls == []
+
+
+@pytest.mark.parametrize("device", ["meta"])
+def test_tensors_off_the_cpu_are_refused_before_any_call(device):
+    fn, calls = counting(lambda x, y: x * y)
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    elsewhere = torch.ones(3, dtype=torch.float64, device=device)
+    with pytest.raises(UnsupportedDevice) as caught:
+        check_function(fn, (x, elsewhere))
+    assert str(caught.value).startswith(f"tensor 'inputs[1]' is on device {device}; gradcheck probes CPU tensors only")
+    with pytest.raises(UnsupportedDevice):
+        check_function(fn, {"x": elsewhere.requires_grad_(), "y": x})
+    assert calls == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_are_refused_before_any_call():
+    fn, calls = counting(lambda x: x * x)
+    with pytest.raises(UnsupportedDevice, match="is on device cuda:0"):
+        check_function(fn, (torch.ones(3, device="cuda", requires_grad=True),))
+    assert calls == []
+
+
+def test_dtypes_and_layouts_that_cannot_be_probed_are_refused():
+    fn, calls = counting(lambda x: x * 2)
+    with pytest.raises(UnsupportedTensor, match=r"has dtype torch.float16; gradcheck probes float64, float32"):
+        check_function(fn, (torch.ones(3, dtype=torch.float16, requires_grad=True),))
+    sparse = torch.eye(3, dtype=torch.float64).to_sparse().requires_grad_()
+    with pytest.raises(UnsupportedTensor, match=r"has layout torch.sparse_coo"):
+        check_function(fn, (sparse,))
+    assert calls == []
+
+
+def test_outputs_that_cannot_be_checked_are_refused():
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    cases = [
+        (lambda x: {"y": x}, "must return a tensor or a tuple of tensors, got dict"),
+        (lambda x: (x, 3), "must return a tensor or a tuple of tensors, got int as output 1"),
+        (lambda x: x.detach() * 2, "returned no floating-point output that requires grad"),
+        (lambda x: x.argmax(), "returned no floating-point output that requires grad"),
+        (lambda x: torch.complex(x, x), r"returned complex output 0 \(torch.complex128\)"),
+    ]
+    for fn, message in cases:
+        with pytest.raises(InvalidTorchCall, match=r"^fn\(\*inputs\) " + message):
+            check_function(fn, (x,))
+    with pytest.raises(NotCallable, match="fn must be callable, got int"):
+        check_function(3, (x,))
+
+
+def test_an_output_that_changes_shape_under_a_probe_is_an_error_at_that_coordinate():
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+
+    def fn(x):
+        return x * 2 if x[0] == 1.0 else (x * 2)[:2]
+
+    with pytest.raises(AtParameter) as caught:
+        check_function(fn, (x,), coordinates={"inputs[0]": [0]})
+    assert "fn(*inputs) output 0 had shape [3], then [2]" in str(caught.value)
+    assert x.detach().tolist() == [1.0, 1.0, 1.0]
+
+
+# Every path leaves every tensor bit-identical.
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("raised", [Interrupted, KeyboardInterrupt])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32] + ([torch.bfloat16] if HAS_ML_DTYPES else []))
+def test_an_exception_inside_fn_propagates_with_every_input_restored(raised, dtype):
+    fn, inputs = torch_functions.attention(dtype)
+    for x in inputs:
+        x.grad = torch.full_like(x, 0.125)
+    before = snapshot(inputs)
+    calls = []
+
+    def interrupted(*arguments):
+        calls.append(1)
+        if len(calls) == 20:  # the analytic call, then the probes of the 7th coordinate
+            raise raised("stop")
+        return fn(*arguments)
+
+    with pytest.raises(raised, match="stop"):
+        check_function(interrupted, inputs)
+    assert len(calls) == 20
+    assert_unchanged(inputs, before)
+
+
+# Modules.
+
+
+class CustomLinear(torch.nn.Module):
+    def __init__(self, inputs, outputs, mean_bias_gradient=False):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(outputs, inputs) / inputs**0.5)
+        self.bias = torch.nn.Parameter(torch.randn(outputs) * 0.1)
+        self.mean_bias_gradient = mean_bias_gradient
+
+    def forward(self, x):
+        return HandWrittenLinear.apply(x, self.weight, self.bias, self.mean_bias_gradient)
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, mean_bias_gradient=False, dropout=0.0):
+        super().__init__()
+        self.l1 = torch.nn.Linear(5, 8)
+        self.norm = torch.nn.BatchNorm1d(8)
+        self.l2 = CustomLinear(8, 3, mean_bias_gradient)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.l2(self.dropout(torch.tanh(self.norm(self.l1(x)))))
+
+
+def mlp(dtype=torch.float64, mean_bias_gradient=False, dropout=0.0):
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Mlp(mean_bias_gradient, dropout).to(dtype)
+        x = torch.randn(6, 5, dtype=dtype)
+        targets = torch.tensor([0, 2, 1, 1, 0, 2])
+    return model, (lambda module: torch.nn.functional.cross_entropy(module(x), targets))
+
+
+def module_state(model):
+    return snapshot(list(model.parameters())), [bits(buffer) for buffer in model.buffers()], model.training
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_a_module_is_checked_under_torchs_parameter_names(dtype, training):
+    model, loss_fn = mlp(dtype)
+    model.train(training)
+    model.l1.bias.requires_grad_(False)  # frozen: not checked, still used
+    model.l2.weight.grad = torch.full_like(model.l2.weight, 0.5)
+    before = module_state(model)
+    report = check_module(model, loss_fn, samples="all")
+    assert report.passed, failure_table(report)
+    names = ["l1.weight", "norm.weight", "norm.bias", "l2.weight", "l2.bias"]
+    assert [check.name for check in report.parameters] == names
+    assert_unchanged(list(model.parameters()), before[0])
+    # BatchNorm in training mode updates its running statistics at every forward; they are written back.
+    assert all(torch.equal(bits(buffer), saved) for buffer, saved in zip(model.buffers(), before[1]))
+    assert model.training == training
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_bug_in_a_modules_custom_op_fails_naming_that_modules_parameters_only(dtype):
+    model, loss_fn = mlp(dtype, mean_bias_gradient=True)
+    before = module_state(model)
+    report = check_module(model, loss_fn)
+    # The bias gradient is divided by the batch of 6: analytic/numerical = 1/6, and nothing else is wrong.
+    assert report.failing_parameters == ("l2.bias",)
+    ratios = [r.comparison.analytic / r.comparison.numerical for r in report.parameter("l2.bias").checks]
+    assert np.allclose(ratios, 1 / 6, rtol=1e-3 if dtype == torch.float32 else 1e-8)
+    assert_unchanged(list(model.parameters()), before[0])
+
+
+def test_a_module_with_dropout_in_training_mode_is_reported_impure():
+    model, loss_fn = mlp(dropout=0.5)
+    report = check_module(model, loss_fn, samples=2)
+    assert not report.passed and not report.purity.pure and report.purity.stateful
+    model.eval()
+    assert check_module(model, loss_fn, samples=2).passed
+
+
+def test_module_problem_refuses_what_it_cannot_check():
+    model, loss_fn = mlp()
+    with pytest.raises(InvalidTorchCall, match=r"loss_fn\(module\) must return a floating-point tensor with one"):
+        check_module(model, lambda module: module(torch.randn(6, 5, dtype=torch.float64)))
+    with pytest.raises(InvalidTorchCall, match=r"check_module needs a torch.nn.Module, got function"):
+        check_module(loss_fn, loss_fn)
+    with pytest.raises(NotCallable, match="loss_fn must be callable"):
+        check_module(model, None)
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    with pytest.raises(InvalidTorchCall, match="has no module parameter that requires grad"):
+        module_problem(model, loss_fn)
+
+
+# Without torch, and on the command line.
+
+
+def test_without_torch_the_package_and_the_cli_work_and_the_adapter_says_how_to_get_it():
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["torch"] = None  # as if torch were not installed
+        import gradcheck_cli
+        from gradcheck_cli.cli import main
+        try:
+            import gradcheck_cli.torch
+        except ImportError as error:
+            print(type(error).__name__, isinstance(error, gradcheck_cli.GradCheckError))
+            print(error)
+        sys.argv = ["gradcheck", "quadratic"]
+        main()
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        "TorchUnavailable True",
+        "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
+        "gradcheck (or pip install 'gradcheck-cli[torch]')",
+    ]
+    assert result.returncode == 0 and len(lines) > 2, result.stderr
+
+
+def test_the_torch_inside_the_adapter_is_the_real_torch():
+    import gradcheck_cli.torch as adapter
+
+    assert adapter.torch is sys.modules["torch"] is torch
+    assert Path(adapter.torch.__file__).parent.name == "torch"
+
+
+def invoke(*arguments):
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
+    return runner.invoke(main, list(arguments), prog_name="gradcheck", catch_exceptions=False)
+
+
+PROBLEMS = """
+    import torch
+
+    from torch_functions import attention, wrong_attention, layer_norm
+
+    def tensors():
+        # A problem in the numpy style whose parameters and gradients are tensors.
+        w = torch.tensor([0.5, -1.5, 2.0], requires_grad=True)
+        (w * w).sum().backward()
+        return (lambda parameters: float((parameters["w"] * parameters["w"]).sum())), {{"w": w}}, {{"w": w.grad}}
+
+    def wrong_tensors():
+        objective, parameters, gradients = tensors()
+        return objective, parameters, {{"w": gradients["w"] * 3}}
+
+    def module():
+        model = torch.nn.Linear(3, 2).double()
+        x = torch.ones(4, 3, dtype=torch.float64)
+        return model, lambda model: model(x).square().mean()
+
+    def failing():
+        def fn(x):
+            raise ZeroDivisionError("no probes, please")
+        return fn, (torch.ones(2, requires_grad=True),)
+
+    def on_meta():
+        return (lambda x: x * 2), (torch.ones(2, device="meta", requires_grad=True),)
+"""
+
+
+@pytest.fixture
+def problems(tmp_path):
+    (tmp_path / "torch_functions.py").write_text((ROOT / "examples" / "torch_functions.py").read_text())
+    path = tmp_path / "torch_problems.py"
+    path.write_text(textwrap.dedent(PROBLEMS.format()))
+    return path
+
+
+@pytest.mark.parametrize(
+    "function, exit_code, failing",
+    [
+        ("attention", 0, []),
+        ("wrong_attention", 1, ["inputs[0]", "inputs[1]", "inputs[2]"]),
+        ("layer_norm", 0, []),
+        ("tensors", 0, []),
+        ("wrong_tensors", 1, ["w"]),
+        ("module", 0, []),
+    ],
+)
+def test_gradcheck_check_takes_torch_code(problems, function, exit_code, failing):
+    import json
+
+    result = invoke("check", f"{problems}:{function}", "--json", "--samples", "3")
+    assert result.exit_code == exit_code, result.stderr
+    assert json.loads(result.stdout)["check"]["failing_parameters"] == failing
+
+
+def test_gradcheck_check_reports_torch_code_that_raises_or_cannot_be_probed(problems):
+    result = invoke("check", f"{problems}:failing")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: the objective of {problems}:failing raised ZeroDivisionError: no probes, please\n"
+    result = invoke("check", f"{problems}:on_meta")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: tensor 'inputs[0]' is on device meta; gradcheck probes CPU tensors only")
+
+
+def test_the_example_script_checks_every_function_both_ways():
+    script = ROOT / "examples" / "torch_functions.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 16
+    assert "wrong_attention (float32): 64 coordinates, failed: inputs[0], inputs[1], inputs[2]" in lines
+
+
+def test_only_torch_code_is_adapted():
+    from gradcheck_cli.torch import torch_problem
+
+    def squares(parameters):
+        return float(np.sum(parameters["w"] ** 2))
+
+    w = np.array([1.0, 2.0])
+    for returned in [(squares, {"w": w}), (squares, {"w": w}, {"w": 2 * w}), None, "problem"]:
+        assert torch_problem(returned) is returned
+
+
+# The guide and the README, as written.
+
+GUIDES = [ROOT / "README.md", ROOT / "docs" / "torch.md"]
+
+
+def fenced_blocks(path, language):
+    blocks, block = [], None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if block is None and line == f"```{language}":
+            block = []
+        elif block is not None and line == "```":
+            blocks.append(block)
+            block = None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def torch_examples(path):
+    return [block for block in fenced_blocks(path, "python") if "gradcheck_cli.torch" in "\n".join(block)]
+
+
+@pytest.mark.parametrize("path", GUIDES, ids=lambda path: path.name)
+def test_the_torch_example_prints_what_its_comment_says(path, capsys):
+    (block,) = torch_examples(path)
+    assert len(block) <= 10
+    printed = next(line for line in block if line.startswith("print("))
+    expected = printed.split("#", 1)[1].strip()
+    with torch.random.fork_rng():
+        exec(compile("\n".join(block), str(path), "exec"), {})
+    assert capsys.readouterr().out.strip() == expected
+
+
+def console_sessions():
+    sessions = []
+    for path in GUIDES:
+        for block in fenced_blocks(path, "console"):
+            for command, status in zip(block[::2], block[1::2]):
+                assert command.startswith("$ gradcheck ") and command.endswith(" > /dev/null; echo $?")
+                sessions.append(pytest.param(command[2:].split(" > ")[0], int(status), id=command[2:]))
+    return sessions
+
+
+@pytest.mark.parametrize("command, status", console_sessions())
+def test_every_torch_command_in_the_guides_exits_as_shown(command, status, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert invoke(*command.split()[1:]).exit_code == status
+
+
+def test_a_sparse_input_that_is_not_checked_is_passed_along():
+    adjacency = torch.eye(3, dtype=torch.float64).to_sparse()
+    x = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    report = check_function(lambda adjacency, x: torch.sparse.mm(adjacency, x).tanh(), (adjacency, x))
+    assert report.passed and [check.name for check in report.parameters] == ["inputs[1]"]
