@@ -115,6 +115,47 @@ def _rebuild(cls, values):
     return cls(**values)
 
 
+def user_frames(error: BaseException) -> list:
+    """The traceback entries of ``error`` in the user's own files: not gradcheck's, the standard
+    library's or an installed package's."""
+    import os
+    import sysconfig
+    import traceback
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    libraries = {os.path.abspath(sysconfig.get_paths()[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    frames = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if path.startswith(here + os.sep) or any(path.startswith(root + os.sep) for root in libraries):
+            continue
+        if frame.filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
+            continue
+        frames.append(frame)
+    return frames
+
+
+def user_location(error: BaseException) -> str:
+    """`` (at mymodel.py:41 in loss)``: the innermost line of the user's own code that raised, or ""."""
+    import os
+
+    frames = user_frames(error)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    path = os.path.abspath(frame.filename)
+    shown = os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
+    return f" (at {shown}:{frame.lineno} in {frame.name})"
+
+
+def user_traceback(error: BaseException) -> str:
+    """The user's frames of ``error`` in Python's traceback form, then its one line."""
+    import traceback
+
+    frames = traceback.format_list(user_frames(error))
+    return "Traceback of your code (most recent call last):\n" + "".join(frames) + exception_line(error) + "\n"
+
+
 def exception_line(error: BaseException) -> str:
     """``Name: message`` of any exception on one line; its name alone if it has no message."""
     try:

@@ -43,6 +43,7 @@ from .errors import (
     SharedParameterMemory,
     UnknownParameter,
     exception_line,
+    user_location,
 )
 from .formatting import short_repr
 from .tensors import parameter_and_gradient
@@ -249,7 +250,7 @@ def load_problem(reference: str, adapt: Optional[Callable] = None) -> GradientPr
         except KeyboardInterrupt:
             raise
         except BaseException as error:  # SystemExit, GeneratorExit, the user's own BaseException subclasses
-            raise ProblemFunctionRaised(reference=reference, error=exception_line(error)) from error
+            raise ProblemFunctionRaised(reference=reference, error=exception_line(error) + user_location(error)) from error
         if adapt is not None:
             returned = adapt(returned, f"{reference}()")
     return as_problem(returned, f"{reference}()")
@@ -296,7 +297,7 @@ def _load_file(source: str, path: Path):
         raise
     except BaseException as error:
         sys.modules.pop(module_name, None)
-        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
+        raise ProblemImportFailed(source=source, error=exception_line(error) + user_location(error)) from error
     return module
 
 
@@ -307,11 +308,11 @@ def _import_module(source: str):
         missing = error.name or ""
         if source == missing or source.startswith(missing + "."):
             raise ProblemModuleNotFound(module=source) from error
-        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
+        raise ProblemImportFailed(source=source, error=exception_line(error) + user_location(error)) from error
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        raise ProblemImportFailed(source=source, error=exception_line(error)) from error
+        raise ProblemImportFailed(source=source, error=exception_line(error) + user_location(error)) from error
 
 
 

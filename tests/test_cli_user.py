@@ -65,9 +65,22 @@ def parse_strictly(text):
     return json.loads(text, parse_constant=reject)
 
 
+#: What names the line of the user's code that raised, at the end of its exception's message.
+USER_LOCATION = re.compile(r" \(at [^()]+\.py:\d+ in [\w<>.]+\)$")
+
+
+def without_user_location(text: str) -> str:
+    """``text`` without the `` (at mymodel.py:41 in loss)`` that ends a user exception's line."""
+    return USER_LOCATION.sub("", text)
+
+
 def assert_one_line_error(result, message, json_error=None):
     assert result.exit_code == EXIT_BAD_INPUT
-    assert result.stderr == f"Error: {message}\n"
+    stderr = result.stderr
+    if "(at " not in message and ("raised" in message):  # the user's code raised: its line is named
+        assert USER_LOCATION.search(stderr.rstrip("\n")), stderr
+        stderr = without_user_location(stderr.rstrip("\n")) + "\n"
+    assert stderr == f"Error: {message}\n"
     assert "Traceback" not in result.stdout + result.stderr
     if json_error is None:
         assert result.stdout == ""
@@ -464,8 +477,9 @@ def test_a_bad_problem_is_one_line_and_exit_2(problems, function, message):
 
 def test_an_exception_from_the_objective_is_a_typed_error_in_json(problems):
     reference = problems("raising")
-    error = ObjectiveRaised(reference=reference, error="ZeroDivisionError: no probes, please")
     result = invoke("check", reference, "--json")
+    location = USER_LOCATION.search(result.stderr.rstrip("\n")).group(0)
+    error = ObjectiveRaised(reference=reference, error="ZeroDivisionError: no probes, please" + location)
     assert_one_line_error(result, str(error), error.to_dict())
     assert error.to_dict()["kind"] == "ObjectiveRaised"
 
@@ -1011,3 +1025,61 @@ def test_the_default_report_is_short_and_says_what_is_wrong():
     assert "W2: 13 more coordinates did not pass (--verbose shows every one)" in output
     assert not any(line.startswith(("W1[", "b1[", "b2[")) for line in output)
     assert output[-1].endswith(" verdict=failed pass=false")
+
+
+RAISING = '''
+import numpy as np
+from gradcheck_cli import GradientProblem
+
+
+def loss(parameters):
+    if parameters["w"][0] != 0.5:  # at the first probe
+        raise ValueError("boom")
+    return float(np.sum(parameters["w"] ** 2))
+
+
+def problem():
+    w = np.array([0.5, 1.0])
+    return GradientProblem(loss, {"w": w}, {"w": 2 * w})
+
+
+def broken():
+    return helper()
+
+
+def helper():
+    raise RuntimeError("cannot build")
+'''
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_the_users_exception_names_the_users_file_and_line(tmp_path, monkeypatch, command):
+    (tmp_path / "mymodel.py").write_text(RAISING)
+    monkeypatch.chdir(tmp_path)
+    result = invoke(command, "mymodel.py:problem")
+    assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
+    # Line 8 of the file is the raise (the file starts with an empty line).
+    assert result.stderr == (
+        "Error: the objective of mymodel.py:problem raised ValueError: boom (at mymodel.py:8 in loss)\n"
+    )
+    built = invoke(command, "mymodel.py:broken")
+    assert built.stderr == "Error: mymodel.py:broken() raised RuntimeError: cannot build (at mymodel.py:22 in helper)\n"
+
+
+def test_traceback_prints_the_users_frames_in_full_and_still_ends_with_the_one_line(tmp_path, monkeypatch):
+    (tmp_path / "mymodel.py").write_text(RAISING)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("check", "mymodel.py:broken", "--traceback", "--json")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert json.loads(result.stdout)["error"]["kind"] == "ProblemFunctionRaised"
+    stderr = result.stderr.splitlines()
+    assert stderr[0] == "Traceback of your code (most recent call last):"
+    assert stderr[1] == f'  File "{tmp_path / "mymodel.py"}", line 18, in broken'
+    assert [line for line in stderr if line.startswith("  File ")][-1].endswith(", line 22, in helper")
+    assert "gradcheck_cli" not in result.stderr  # only the user's frames
+    assert stderr[-2:] == [
+        "RuntimeError: cannot build",
+        "Error: mymodel.py:broken() raised RuntimeError: cannot build (at mymodel.py:22 in helper)",
+    ]
+    objective = invoke("check", "mymodel.py:problem", "--traceback").stderr.splitlines()
+    assert objective[1:3] == [f'  File "{tmp_path / "mymodel.py"}", line 8, in loss', '    raise ValueError("boom")']

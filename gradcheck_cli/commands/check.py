@@ -5,7 +5,7 @@ import click
 from .. import defaults, render, tables
 from ..cli import Report, output_options, run
 from ..estimator import validate_step, validate_tolerance
-from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, problem_argument, user_problem
+from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, TRACEBACK_OPTION, problem_argument, user_problem
 
 
 @click.command(
@@ -59,8 +59,9 @@ from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, proble
     help="Text: the step advice and every coordinate in the chapter's form, at every step tried. "
     "Default: a line per parameter, its diagnosis and the first coordinates that did not pass.",
 )
+@TRACEBACK_OPTION
 @output_options
-def check(output_format, problem, samples, sampler, step, tolerance, names, verbose):
+def check(output_format, problem, samples, sampler, step, tolerance, names, verbose, show_traceback):
     def compute():
         if step != "auto" and step is not None:
             validate_step(step)
@@ -69,7 +70,7 @@ def check(output_format, problem, samples, sampler, step, tolerance, names, verb
         from ..check import check_problem
 
         selected = list(names) or None
-        with user_problem(problem) as loaded:
+        with user_problem(problem, show_traceback) as loaded:
             with tables.ProgressBar("checking coordinates") as progress:
                 report = check_problem(
                     loaded,

@@ -15,7 +15,15 @@ import sys
 import click
 
 from ..cli_errors import InputFileError, ObjectiveRaised
-from ..errors import GradCheckError, PlottingUnavailable, exception_line
+from ..errors import (
+    GradCheckError,
+    PlottingUnavailable,
+    ProblemFunctionRaised,
+    ProblemImportFailed,
+    exception_line,
+    user_location,
+    user_traceback,
+)
 
 __all__ = [
     "NumberList",
@@ -177,7 +185,7 @@ def _check_npy_header(raw: bytes, option: str, path: str) -> None:
 
 
 @contextlib.contextmanager
-def user_problem(reference: str):
+def user_problem(reference: str, traceback: bool = False):
     """Load the user's problem for a command and keep the user's code apart from gradcheck's.
 
     Whatever the user's code prints goes to stderr, since stdout carries
@@ -189,6 +197,8 @@ def user_problem(reference: str):
     it propagate unchanged after restoring every array. Any other exception
     is gradcheck's own defect and is left alone, so it is reported as an
     internal error rather than blamed on the user; KeyboardInterrupt passes.
+    The one line names the user's file and line; with ``traceback`` the
+    user's frames are written to stderr in full first.
     """
     import dataclasses
 
@@ -213,8 +223,12 @@ def user_problem(reference: str):
         except KeyboardInterrupt:
             raise
         except BaseException as error:  # GeneratorExit and the user's own BaseException subclasses too
-            if raised and error is raised[-1] and not isinstance(error, GradCheckError):
-                raise ObjectiveRaised(reference=reference, error=exception_line(error)) from error
+            users = raised and error is raised[-1] and not isinstance(error, GradCheckError)
+            cause = error if users else error.__cause__ if isinstance(error, _USER_RAISED) else None
+            if traceback and cause is not None:
+                sys.stderr.write(user_traceback(cause))
+            if users:
+                raise ObjectiveRaised(reference=reference, error=exception_line(error) + user_location(error)) from error
             raise
 
 
@@ -278,6 +292,16 @@ PROBLEM_HELP = (
     "called as objective(parameters). Torch code too: parameters and gradients may be torch tensors, "
     "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md)."
 )
+#: The errors that carry an exception of the user's code as their cause.
+_USER_RAISED = (ProblemFunctionRaised, ProblemImportFailed)
+
+TRACEBACK_OPTION = click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="When your code raises, print its frames in full on stderr (the one-line error still ends it).",
+)
+
 PARAM_OPTION = click.option(
     "--param",
     "names",

@@ -4,7 +4,16 @@ import click
 
 from .. import defaults, render
 from ..cli import Report, output_options, run
-from .options import PARAM_OPTION, PLOT_FILE, PROBLEM_HELP, draw_plot, plot_target, problem_argument, user_problem
+from .options import (
+    PARAM_OPTION,
+    PLOT_FILE,
+    PROBLEM_HELP,
+    TRACEBACK_OPTION,
+    draw_plot,
+    plot_target,
+    problem_argument,
+    user_problem,
+)
 
 
 @click.command(
@@ -29,13 +38,14 @@ from .options import PARAM_OPTION, PLOT_FILE, PROBLEM_HELP, draw_plot, plot_targ
     metavar="FILE",
     help="Also draw |R| against h, with reference slopes 1 and 2, into FILE.png or FILE.svg (needs matplotlib).",
 )
+@TRACEBACK_OPTION
 @output_options
-def taylor(output_format, problem, names, seed, plot):
+def taylor(output_format, problem, names, seed, plot, show_traceback):
     def compute():
         plot_path = plot_target(plot)
         from ..taylor import taylor_test
 
-        with user_problem(problem) as loaded:
+        with user_problem(problem, show_traceback) as loaded:
             result = taylor_test(loaded, names=list(names) or None, seed=seed)
         if plot_path is not None:
             from ..plotting import plot_taylor
