@@ -7,7 +7,7 @@ EXTRAS ?= test,bfloat16,plot
 VENV := .venv
 STAMP := .installed
 
-.PHONY: install run test golden startup bench clean
+.PHONY: install run test golden startup bench clean python
 .DEFAULT_GOAL := install
 
 ifeq ($(shell $(PYTHON) -c "import sys; print(sys.prefix != sys.base_prefix)" 2>/dev/null),True)
@@ -46,6 +46,10 @@ $(STAMP): pyproject.toml | $(MAKE_VENV)
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# The interpreter the other targets use (.venv's, or $(PYTHON) when it is a virtualenv): for .ci/run.
+python:
+	@echo $(PY)
 
 run: $(STAMP)
 	$(PY) -m gradcheck_cli demo

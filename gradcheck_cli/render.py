@@ -589,8 +589,17 @@ def _taylor_lines(result) -> list:
         f"pass_order={_value(result.pass_order)} fail_order={_value(result.fail_order)} "
         f"rounding_margin={_value(result.rounding_margin)} detection_limit={_error(result.detection_limit)} "
         f"deterministic={_bool(result.deterministic)}",
-        f"taylor verdict: {result.verdict} ({result.reason}) pass={_bool(result.passed)}",
     ]
+    for number, test in enumerate(result.localization, start=1):
+        lines.append(
+            f"taylor localization {number}: parameters={_names(test.parameters)} order={_value(test.order)} "
+            f"verdict={test.verdict} ({test.reason}) evaluations={test.evaluations}"
+        )
+    lines.append(
+        f"taylor verdict: {result.verdict} ({result.reason}) pass={_bool(result.passed)} "
+        f"failing_parameters={_names(result.failing_parameters)} "
+        f"localization_evaluations={result.localization_evaluations}"
+    )
     return lines
 
 

@@ -404,10 +404,22 @@ def taylor(result):
             "◆" if point.in_fit else "",
         )
     verdict = _text(
-        f"{result.verdict}: {result.reason}, fitted order {_short(result.order)} over {result.fit_points} points",
+        f"{result.verdict}: {result.reason}, fitted order {_short(result.order)} over {result.fit_points} points"
+        + _taylor_localization(result),
         verdict_style,
     )
     return _group(table, _chart(taylor_text_chart(result), _TAYLOR_CHART_KEY), verdict)
+
+
+def _taylor_localization(result) -> str:
+    if not result.localization and not result.failing_parameters:
+        return ""
+    wrong = ", ".join(result.failing_parameters) or "none localized"
+    tests = len(result.localization)
+    return (
+        f"; wrong: {wrong} ({tests} subset test{'' if tests == 1 else 's'}, "
+        f"{result.localization_evaluations} extra objective calls)"
+    )
 
 
 def rejected(errors, labels=None):

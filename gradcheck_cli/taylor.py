@@ -78,6 +78,22 @@ bfloat16: practically always inconclusive
     gradient; check bfloat16 parameters with ``check_gradients``, which
     catches gross errors.
 
+Localization
+    A ``fail`` of first order over several parameters is followed by Taylor
+    tests over subsets, bisecting the parameters in their order: the first
+    half is tested; a half is searched further when its own test fails or
+    when its sibling's passes (the first-order error along d is the sum of
+    the halves' errors, so the other half then carries it and need not be
+    tested, only searched); an inconclusive half is not searched. A
+    subset's test is exactly ``taylor_test(problem, names=subset,
+    seed=seed)``: the same direction pieces renormalized over the subset,
+    the subset's default steps (or the caller's steps), its own determinism
+    check. ``failing_parameters`` are the searched single parameters whose
+    own test fails (``fail``, first order): each is confirmed by itself,
+    never only inferred. One wrong parameter among P = 2ᵏ costs between
+    k + 1 and 2k subset tests. Parameters the direction does not move are
+    never named.
+
 Every parameter is bit-identical afterwards on every path (return, typed
 error, exception from the objective, KeyboardInterrupt).
 """
@@ -119,6 +135,7 @@ __all__ = [
     "MIN_FIT_POINTS",
     "DEFAULT_SEED",
     "TaylorPoint",
+    "LocalizationTest",
     "TaylorResult",
     "taylor_direction",
     "default_taylor_steps",
@@ -166,13 +183,31 @@ class TaylorPoint(Record):
     in_fit: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalizationTest(Record):
+    """One Taylor test over a subset of the parameters, made to localize a failure.
+
+    ``evaluations`` counts its objective calls (f(x) twice and every evaluated step).
+    """
+
+    parameters: tuple
+    order: float
+    verdict: str
+    reason: str
+    evaluations: int
+
+
 @dataclass(frozen=True)
 class TaylorResult(Record):
     """The Taylor-remainder verdict for one problem and direction.
 
     ``order`` is the fitted slope of log|R| against log‖Δ‖ (NaN when no fit
     was possible), ``verdict`` is ``pass``, ``fail`` or ``inconclusive``,
-    ``reason`` says why, and ``passed`` is ``verdict == "pass"``.
+    ``reason`` says why, and ``passed`` is ``verdict == "pass"``. After a
+    first-order ``fail``, ``failing_parameters`` names the wrong parameters
+    in problem order, found by the subset tests in ``localization``, whose
+    objective calls sum to ``localization_evaluations``; all are empty (0)
+    otherwise.
     """
 
     parameters: tuple
@@ -190,6 +225,9 @@ class TaylorResult(Record):
     order: float
     detection_limit: float
     deterministic: bool
+    failing_parameters: tuple
+    localization: tuple
+    localization_evaluations: int
     verdict: str
     reason: str
     passed: bool
@@ -201,6 +239,11 @@ def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str],
     See the module docstring for the construction; the result's entries,
     over all names together, have Euclidean norm 1.
     """
+    return _normalized(_seeded_pieces(parameters, names, seed))
+
+
+def _seeded_pieces(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int) -> dict:
+    """Each named parameter's 2u − 1 entries (float64, not yet normalized): independent of the other names."""
     raw = {}
     for name in names:
         shape = np.shape(parameters[name])
@@ -209,7 +252,7 @@ def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str],
         states = np.arange(count, dtype=np.uint64) + np.uint64(key)
         unit = (splitmix64_array(states) >> np.uint64(11)).astype(np.float64) * 2.0**-53
         raw[name] = (2.0 * unit - 1.0).reshape(shape)
-    return _normalized(raw)
+    return raw
 
 
 def _normalized(direction: dict) -> dict:
@@ -306,6 +349,9 @@ def taylor_test(
     Returns
     -------
     TaylorResult
+        After a first-order ``fail`` over several parameters, with the
+        ``failing_parameters`` found by Taylor tests over bisected subsets
+        (module docstring, "Localization") and their cost in objective calls.
 
     Raises
     ------
@@ -320,9 +366,67 @@ def taylor_test(
     gradients = validated_whole_gradients(problem, names)
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise InvalidArgument(argument="seed", value=short_repr(seed), expected="a whole number")
-    direction = _unit_direction(problem.parameters, names, operator.index(seed), direction)
-    steps = default_taylor_steps(problem.parameters, names) if steps is None else validate_steps(steps)
-    return _measure_and_judge(problem, names, gradients, direction, steps)
+    pieces, description, seed = _direction_pieces(problem.parameters, names, operator.index(seed), direction)
+    unit = _normalized(pieces)
+    given_steps = None if steps is None else validate_steps(steps)
+    steps = default_taylor_steps(problem.parameters, names) if given_steps is None else given_steps
+    result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
+    if result.verdict != "fail" or result.reason != "first order":
+        return result
+    tests = []
+    subset_test = _subset_tester(problem, gradients, pieces, description, seed, given_steps, tests)
+    moved = tuple(name for name in names if np.any(pieces[name] != 0.0))
+    failing = _bisect(moved, subset_test, failed=moved == names)
+    return replace(
+        result,
+        failing_parameters=tuple(name for name in names if name in failing),
+        localization=tuple(tests),
+        localization_evaluations=sum(test.evaluations for test in tests),
+    )
+
+
+def _subset_tester(problem, gradients: dict, pieces: dict, description: str, seed: int, steps, tests: list):
+    """A function running the Taylor test over a subset of names (appending its LocalizationTest to ``tests``)."""
+
+    def subset_test(subset: tuple) -> str:
+        """``fail``, ``pass`` or ``inconclusive``: whether the subset carries a first-order error along d."""
+        unit = _normalized({name: pieces[name] for name in subset})
+        subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
+        subset_gradients = {name: gradients[name] for name in subset}
+        result = _measure_and_judge(problem, subset, subset_gradients, (unit, description, seed), subset_steps)
+        evaluations = 2 + sum(point.state in ("ok", "non-finite value") for point in result.points)
+        test = LocalizationTest(
+            parameters=subset, order=result.order, verdict=result.verdict, reason=result.reason, evaluations=evaluations
+        )
+        tests.append(test)
+        if result.verdict == "fail" and result.reason != "first order":
+            return "inconclusive"  # a nondeterministic objective says nothing about where the gradient is wrong
+        return result.verdict
+
+    return subset_test
+
+
+def _bisect(names: tuple, subset_test, failed: bool) -> tuple:
+    """The single names whose own test fails, found by bisecting ``names`` (which failed, or carry the error).
+
+    A half is searched when its own test fails or its sibling's passes (the
+    second half is then not tested); a single name is named only when its
+    own test fails (``failed`` says it already did).
+    """
+    if len(names) == 1:
+        return names if failed or subset_test(names) == "fail" else ()
+    middle = (len(names) + 1) // 2
+    first, second = names[:middle], names[middle:]
+    first_verdict = subset_test(first)
+    if first_verdict == "pass":
+        return _bisect(second, subset_test, failed=False)
+    second_verdict = subset_test(second)
+    found = ()
+    if first_verdict == "fail" or second_verdict == "pass":
+        found += _bisect(first, subset_test, failed=first_verdict == "fail")
+    if second_verdict == "fail":
+        found += _bisect(second, subset_test, failed=True)
+    return found
 
 
 def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple, steps: tuple) -> TaylorResult:
@@ -361,21 +465,27 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         order=order,
         detection_limit=detection_limit,
         deterministic=deterministic,
+        failing_parameters=(),
+        localization=(),
+        localization_evaluations=0,
         verdict=verdict,
         reason=reason,
         passed=verdict == "pass",
     )
 
 
-def _unit_direction(parameters: Mapping, names: tuple, seed: int, direction) -> tuple:
-    """(unit direction, how it was made, the seed recorded): the seeded splitmix64 one, or ``direction`` normalized."""
+def _direction_pieces(parameters: Mapping, names: tuple, seed: int, direction) -> tuple:
+    """(direction pieces, how they were made, the seed recorded): the seeded splitmix64 ones, or ``direction``'s.
+
+    The pieces are not normalized; normalized over any subset of names, they give that subset's direction.
+    """
     if direction is None:
-        return taylor_direction(parameters, names, seed), "splitmix64", seed
-    return _given_direction(direction, parameters, names), "given", -1
+        return _seeded_pieces(parameters, names, seed), "splitmix64", seed
+    return _given_pieces(direction, parameters, names), "given", -1
 
 
-def _given_direction(direction, parameters: Mapping, names: Sequence[str]) -> dict:
-    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, normalized."""
+def _given_pieces(direction, parameters: Mapping, names: Sequence[str]) -> dict:
+    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, not yet normalized."""
     if not isinstance(direction, AnyMapping):
         raise NotAMapping(role="direction", values="arrays", type_name=type(direction).__name__)
     unit = {}
@@ -397,7 +507,7 @@ def _given_direction(direction, parameters: Mapping, names: Sequence[str]) -> di
                 analytic=[] if values is None else list(values.shape),
             )
         unit[name] = values
-    return _normalized(unit)
+    return unit
 
 
 def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:

@@ -573,15 +573,21 @@ def test_check_with_a_missing_file_and_json_prints_the_error_document():
 # ------------------------------------------------------------------ taylor
 
 
+PASSED = "taylor verdict: pass (second order) pass=true failing_parameters=[] localization_evaluations=0"
+FAILED = "taylor verdict: fail (first order) pass=false failing_parameters={} localization_evaluations={}"
+
+
 @pytest.mark.parametrize(
     "reference, status, verdict",
     [
-        (MLP, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
-        (WRONG_MLP, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
-        (ATTENTION, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
-        (WRONG_ATTENTION, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
-        (MLP_FLOAT32, EXIT_OK, "taylor verdict: pass (second order) pass=true"),
-        (WRONG_MLP_FLOAT32, EXIT_CANDIDATE_FAILED, "taylor verdict: fail (first order) pass=false"),
+        # The wrong examples' localization: 3 subset tests of 42 calls for the MLP, 12 for attention
+        # (whose dK error reaches X, γ and β through layer norm), 3 of 21 (float32 steps) for float32.
+        (MLP, EXIT_OK, PASSED),
+        (WRONG_MLP, EXIT_CANDIDATE_FAILED, FAILED.format('["W2"]', 3 * 42)),
+        (ATTENTION, EXIT_OK, PASSED),
+        (WRONG_ATTENTION, EXIT_CANDIDATE_FAILED, FAILED.format('["X", "gamma", "beta", "Wk"]', 12 * 42)),
+        (MLP_FLOAT32, EXIT_OK, PASSED),
+        (WRONG_MLP_FLOAT32, EXIT_CANDIDATE_FAILED, FAILED.format('["W2"]', 3 * 21)),
     ],
 )
 def test_taylor_passes_correct_examples_and_fails_wrong_ones(reference, status, verdict):
@@ -621,7 +627,8 @@ def test_another_seed_is_another_direction():
 def test_an_inconclusive_taylor_verdict_exits_1(problems):
     result = invoke("taylor", problems("step_function"))
     assert result.exit_code == EXIT_CANDIDATE_FAILED
-    assert lines(result)[-1] == "taylor verdict: inconclusive (remainder does not shrink) pass=false"
+    verdict = "taylor verdict: inconclusive (remainder does not shrink) pass=false"
+    assert lines(result)[-1] == f"{verdict} failing_parameters=[] localization_evaluations=0"
 
 
 @pytest.mark.parametrize(
@@ -693,7 +700,9 @@ def test_the_step_auto_table_shows_the_advice():
 def test_the_taylor_table_has_the_points_the_chart_and_the_verdict():
     table = invoke("taylor", WRONG_MLP, "--format", "table").stdout
     assert "◆" in table and "● usable" in table and "┤" in table
-    verdict = re.fullmatch(r"fail: first order, fitted order (\S+) over 5 points", table.rstrip().splitlines()[-1])
+    last = table.rstrip().splitlines()[-1]
+    localized = r"; wrong: W2 \(3 subset tests, 126 extra objective calls\)"
+    verdict = re.fullmatch(r"fail: first order, fitted order (\S+) over 5 points" + localized, last)
     assert abs(float(verdict.group(1)) - 1.0) < 0.25  # the library's fail band, 0.75 to 1.25
 
 

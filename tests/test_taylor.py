@@ -34,6 +34,7 @@ from gradcheck_cli.errors import (
 )
 from gradcheck_cli.nll import chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.problem import GradientProblem
+from gradcheck_cli.records import same_bits
 from gradcheck_cli.splitmix import splitmix64
 from gradcheck_cli.taylor import (
     FAIL_ORDER,
@@ -449,3 +450,175 @@ def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
     gradient = type(gradient)(math.cos(1.5))
     result = taylor_test((objective, {"t": np.array(1.5)}, {"t": gradient}))
     assert result.passed and result.dtypes == ("float64",)
+
+
+# --- localization: which parameters a failed test blames ----------------------------------------
+
+
+def many_parameter_problem(count, wrong=()):
+    """P parameters p0 … p(P−1) of 2 to 4 entries, f = Σₖ (1 + k/10)·Σ cosh(pₖ) + ½(Σ all entries)².
+
+    ∇ₖf = (1 + k/10)·sinh(pₖ) + Σ all entries (the square couples every pair); each name in
+    ``wrong`` gets twice its gradient, the ×2 of a squared term, wrong along any direction.
+    """
+    parameters = {f"p{k}": np.linspace(-0.8, 0.9, 2 + k % 3) + 0.05 * k for k in range(count)}
+
+    def objective(parameters):
+        weighted = sum((1.0 + k / 10) * np.sum(np.cosh(parameters[f"p{k}"])) for k in range(count))
+        return float(weighted + 0.5 * sum(np.sum(values) for values in parameters.values()) ** 2)
+
+    total = sum(np.sum(values) for values in parameters.values())
+    gradients = {f"p{k}": (1.0 + k / 10) * np.sinh(values) + total for k, values in enumerate(parameters.values())}
+    for name in wrong:
+        gradients[name] = 2.0 * gradients[name]
+    return GradientProblem(objective, parameters, gradients)
+
+
+def _evaluations(result):
+    """The objective calls of the whole test itself: f(x) twice and every evaluated step."""
+    return 2 + sum(point.state in ("ok", "non-finite value") for point in result.points)
+
+
+@pytest.mark.parametrize("wrong", [f"p{k}" for k in range(8)])
+def test_one_wrong_parameter_among_eight_is_named_by_bisection(wrong):
+    result = taylor_test(many_parameter_problem(8, wrong=[wrong]))
+    assert result.verdict == "fail" and result.failing_parameters == (wrong,)
+    # Bisection over 8 = 2³: one test per halving when the first half passes, two when it fails,
+    # and the last single parameter always tested by itself: between 3 + 1 and 2·3 tests.
+    assert 4 <= len(result.localization) <= 6
+    assert result.localization_evaluations == sum(test.evaluations for test in result.localization)
+    assert [test.verdict for test in result.localization if test.parameters == (wrong,)] == ["fail"]
+
+
+@pytest.mark.parametrize("wrong", [("p1", "p6"), ("p2", "p3"), ("p0", "p7")])
+def test_two_wrong_parameters_among_eight_are_both_named(wrong):
+    result = taylor_test(many_parameter_problem(8, wrong=wrong))
+    assert result.failing_parameters == wrong
+
+
+def test_several_wrong_parameters_are_named_in_problem_order():
+    wrong = ("p1", "p4", "p5", "p10")
+    result = taylor_test(many_parameter_problem(12, wrong=reversed(wrong)))
+    assert result.failing_parameters == wrong
+
+
+def test_each_localization_test_is_the_taylor_test_over_its_subset():
+    problem = many_parameter_problem(8, wrong=["p5"])
+    result = taylor_test(problem, seed=7)
+    assert result.localization
+    for test in result.localization:
+        alone = taylor_test(problem, names=test.parameters, seed=7)
+        assert (test.verdict, test.reason, test.evaluations) == (alone.verdict, alone.reason, _evaluations(alone))
+        assert same_bits(test.order, alone.order)
+    assert taylor_test(problem, seed=7) == result  # deterministic
+
+
+def test_the_example_networks_name_only_W2(monkeypatch):
+    portable = _load_portable().wrong_problem()
+    assert taylor_test(portable).failing_parameters == ("W2",)
+    mlp = _load(EXAMPLES / "mlp.py", monkeypatch).wrong_problem()
+    assert taylor_test(mlp).failing_parameters == ("W2",)
+
+
+def test_correct_and_inconclusive_tests_localize_nothing():
+    for result in (taylor_test(many_parameter_problem(8)), taylor_test(closed_form_problem())):
+        assert result.passed
+        assert (result.failing_parameters, result.localization, result.localization_evaluations) == ((), (), 0)
+    offsets = np.random.default_rng(0).normal(size=1000) * 1e4
+
+    def noisy(parameters):  # rounding noise far above ε·|f|, as in the noisy test above
+        curved = np.sum(np.cosh(parameters["x"])) + np.sum(parameters["y"] ** 2)
+        return float(np.sum(offsets + curved) - np.sum(offsets))
+
+    x, y = np.array([0.3, -0.2, 0.5]), np.array([0.4, 0.1])
+    result = taylor_test(GradientProblem(noisy, {"x": x, "y": y}, {"x": 1000.0 * np.sinh(x), "y": 2000.0 * y}))
+    assert result.verdict == "inconclusive"
+    assert (result.failing_parameters, result.localization) == ((), ())
+
+
+def test_a_nondeterministic_failure_localizes_nothing():
+    problem = many_parameter_problem(4)
+    calls = []
+
+    def drifting(parameters):
+        calls.append(1)
+        return problem.objective(parameters) + 1e-9 * len(calls)
+
+    result = taylor_test(GradientProblem(drifting, problem.parameters, problem.gradients))
+    assert result.reason == "nondeterministic objective"
+    assert (result.failing_parameters, result.localization) == ((), ())
+    assert len(calls) == _evaluations(result)
+
+
+def test_one_failing_parameter_is_named_without_extra_calls():
+    result = taylor_test(closed_form_problem(wrong=("x", (1,), 0.1)), names=["x"])
+    assert (result.failing_parameters, result.localization_evaluations) == (("x",), 0)
+
+
+def test_a_parameter_the_direction_does_not_move_is_never_named():
+    problem = many_parameter_problem(4, wrong=["p1", "p2"])
+    direction = {name: np.ones_like(values) for name, values in problem.parameters.items()}
+    direction["p2"] = np.zeros_like(problem.parameters["p2"])
+    result = taylor_test(problem, direction=direction)
+    assert result.failing_parameters == ("p1",)
+    assert all("p2" not in test.parameters for test in result.localization)
+
+
+def test_localization_calls_are_counted_exactly():
+    problem = many_parameter_problem(16, wrong=["p9"])
+    calls = []
+
+    def counting(parameters):
+        calls.append(1)
+        return problem.objective(parameters)
+
+    result = taylor_test(GradientProblem(counting, problem.parameters, problem.gradients))
+    assert result.failing_parameters == ("p9",)
+    assert len(calls) == _evaluations(result) + result.localization_evaluations
+    # 42 calls per float64 subset test: f(x), 40 steps, f(x).
+    assert {test.evaluations for test in result.localization} == {42}
+
+
+@pytest.mark.parametrize("exception", [RuntimeError, KeyboardInterrupt])
+def test_parameters_are_restored_when_the_objective_raises_during_localization(exception):
+    problem = many_parameter_problem(8, wrong=["p6"])
+    problem.parameters["p0"][0] = -0.0
+    problem.parameters["p3"][1] = 5e-324
+    before = _bits(problem.parameters)
+    whole = _evaluations(taylor_test(problem))
+    total = whole + taylor_test(problem).localization_evaluations
+    assert _bits(problem.parameters) == before  # after a successful localization
+    for failing_call in (whole + 1, whole + 2, whole + 43, total - 1, total):
+        calls = []
+
+        def failing(parameters):
+            calls.append(1)
+            if len(calls) == failing_call:
+                raise exception("stop")
+            return problem.objective(parameters)
+
+        with pytest.raises(exception):
+            taylor_test(GradientProblem(failing, problem.parameters, problem.gradients))
+        assert len(calls) == failing_call
+        assert _bits(problem.parameters) == before, failing_call
+
+
+def test_the_command_line_names_the_failing_parameters():
+    from click.testing import CliRunner
+
+    from gradcheck_cli.cli import main
+
+    portable = str(pathlib.Path(__file__).resolve().parents[1] / "fixtures/golden/inputs/portable.py")
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
+    text = runner.invoke(main, ["taylor", f"{portable}:wrong_problem"], catch_exceptions=False)
+    assert text.exit_code == 1
+    assert text.stdout.splitlines()[-3:] == [
+        'taylor localization 1: parameters=["W1", "b1"] order=1.997031614813 verdict=pass (second order) evaluations=42',
+        'taylor localization 2: parameters=["W2"] order=1.000029542846 verdict=fail (first order) evaluations=42',
+        'taylor verdict: fail (first order) pass=false failing_parameters=["W2"] localization_evaluations=84',
+    ]
+    document = json.loads(runner.invoke(main, ["taylor", f"{portable}:wrong_problem", "--json"]).stdout)["taylor"]
+    assert document["failing_parameters"] == ["W2"] and document["localization_evaluations"] == 84
+    assert [test["parameters"] for test in document["localization"]] == [["W1", "b1"], ["W2"]]
+    passing = json.loads(runner.invoke(main, ["taylor", f"{portable}:problem", "--json"]).stdout)["taylor"]
+    assert (passing["failing_parameters"], passing["localization"], passing["localization_evaluations"]) == ([], [], 0)

@@ -25,7 +25,9 @@ from .options import (
         "Along a deterministic unit direction d, the remainder f(x + Δ) − f(x) − g·Δ, with Δ the "
         "displacement actually stored, shrinks like h² when the gradient g is right and like h "
         "when it is wrong. The order is fitted where rounding does not dominate: order ≥ 1.75 "
-        "passes, 0.75 to 1.25 fails, anything else is inconclusive.\n\n"
+        "passes, 0.75 to 1.25 fails, anything else is inconclusive. A fail over several parameters "
+        "is localized: Taylor tests over halves of the parameters, bisected down to single ones, "
+        "name the failing parameters (failing_parameters) and count their extra objective calls.\n\n"
         "Exit status: 0 when it passes, 1 when it fails or is inconclusive, 2 for bad input."
     ),
 )
