@@ -1,53 +1,15 @@
 """Step advice without the analytic answer: which requested step to trust.
 
-The chapter's scan shows the error of a three-point estimate falling with
-the step (truncation), bottoming out, and rising again (rounding), and warns
-that no step is universally right. This module finds the bottom for one
-scalar function (or one tensor coordinate) from the estimates alone; the
-analytic candidate is never used.
+Central differences at a geometric sequence of requested steps (:func:`default_steps`), each one's
+truncation error estimated by Richardson from its neighbours (the larger of the two pairings) and
+its rounding floor ε·max|f| through the stencil weights; the advised step has the smallest
+max(truncation, rounding). The rules and what the estimate means are in docs/method.md, "Step
+advice". The spacing ratio η_j/η_k is formed as (h₋ⱼ/h₋ₖ)·(h₊ⱼ/h₊ₖ), never from the products,
+which overflow above 1e154 and underflow below 1e-154.
 
-The rule
---------
-1. Run :func:`~gradcheck_cli.estimator.central_difference` at a geometric
-   sequence of requested steps h₀ > h₁ > … (:func:`default_steps`), with the
-   probes rounded to the dtype whose arithmetic is probed. As everywhere in
-   the chapter, every estimate uses the ACTUAL probes and spacings h₋, h₊.
-2. Truncation estimate (Richardson). For a locally smooth f the unequal-
-   spacing stencil's error is D(h) − f′ = c·h₋h₊ + O(h³), with c = f‴/6.
-   Two estimates k and j therefore give c ≈ (D_k − D_j)/(η_k − η_j) with
-   η = h₋h₊ the ACTUAL spacing product, and the truncation error of D_k is
-   about |c|·η_k = |D_k − D_j| / |1 − η_j/η_k|. The ratio η_j/η_k is formed
-   as (h₋ⱼ/h₋ₖ)·(h₊ⱼ/h₊ₖ), never from the products themselves, which
-   overflow for spacings above 1e154 and underflow below 1e-154. Each step
-   is paired with both neighbours in the sequence and the larger of the two
-   estimates is kept, so one accidental agreement between two noisy
-   estimates cannot make a step look good.
-3. Rounding floor. Each value f(θ₋), f(θ), f(θ₊) is assumed off by about
-   ε·|f| (ε the dtype's machine epsilon); propagated through the stencil
-   weights this gives ε·max|f|·(w₋/h₋ + w₊/h₊ + |w₋/h₋ − w₊/h₊|), which is
-   ε·|f|/ĥ for a symmetric stencil: ε·|f| over the actual spacing.
-4. Estimated error = max(truncation estimate, rounding floor); the advised
-   step is the one with the smallest estimated error (the larger step wins
-   a tie). Steps larger than the advised one are in the ``truncation``
-   regime, smaller ones in the ``rounding`` regime, and the advised one is
-   ``advised``.
-
-What the estimate means, honestly: in the truncation regime the Richardson
-term is a consistent estimate of the actual error (exact for the chapter's
-cubic, whose error is exactly h₋h₊). In the rounding regime the same
-difference measures the scatter between neighbouring estimates, i.e. the
-rounding noise actually present, and the floor is a model of its typical
-size, not a bound: a function computed with heavy cancellation (like the
-cubic's θ³ − 2θ) carries more noise than ε·|f|, which the Richardson term
-then picks up. The estimated error is an order of magnitude, not a
-guarantee; use it to choose a step and to set a tolerance well above it.
-
-Every dtype's probes, ε and name come from :mod:`gradcheck_cli.dtypes`
-(:func:`~gradcheck_cli.dtypes.dtype_perturbations` rounds the exact θ ∓ h
-once into float32 or bfloat16, never the f64 sum a second time), which
-imports no numpy for a dtype given by name. Scalar work therefore imports
-no numpy; only tensor coordinates (:func:`advise_coordinate_step`,
-:func:`advise_problem_steps`) and dtypes given as numpy objects load it.
+Scalar work imports no numpy (dtypes come from :mod:`gradcheck_cli.dtypes` by name); only tensor
+coordinates (:func:`advise_coordinate_step`, :func:`advise_problem_steps`) and dtypes given as numpy
+objects load it.
 """
 
 from __future__ import annotations

@@ -72,6 +72,8 @@ def _scale_message(factor: float) -> str:
     elif 0 < abs(factor) < 1 and 1 / factor == round(1 / factor):
         inverse = f"{1 / factor:g}"
         causes = f"a mean where a sum belongs, or an extra 1/{inverse} (a batch or sequence length of {inverse})"
+        if factor == 0.5:
+            causes = "a missing ×2 from a squared term (d(x²) = 2x), or " + causes
     else:
         causes = "a constant factor (a scale, a temperature, a weight) applied twice or not at all"
     return f"analytic = {text} × numerical at every failing coordinate: {causes}"

@@ -1,78 +1,14 @@
 """Probes in the parameter's own arithmetic: float64, float32 and bfloat16.
 
-The chapter probes an f64 point θ at fl(θ−h) and fl(θ+h). A float32 or
-bfloat16 parameter can only hold values of its own format, so here the
-probes are the exact real numbers θ ∓ h rounded **once**, to nearest with
-ties to even, into that format: exactly the values the user's array can
-store. The spacings h₋ = θ − θ₋ and h₊ = θ₊ − θ are then differences of two
-stored values, and the chapter's actual-spacing stencil carries over as is.
+The probes are the exact real numbers θ ∓ h rounded once, to nearest with ties to even, into the
+parameter's format (:meth:`ProbeDtype.round_exact`, integer arithmetic: never a double rounding),
+the spacings h₋, h₊ the differences of the stored values, and each dtype's default step, tolerance
+and kink tolerance ε^(1/3), ε^(1/3) and ε^(1/6). The reasons are in docs/method.md, "Dtypes".
 
-Why the exact sum and not ``dtype(θ − h)``
-------------------------------------------
-``θ − h`` in Python is already rounded to f64; rounding that again into
-float32 is a second rounding, and the two can disagree with one correct
-rounding when the first lands exactly on a float32 halfway point. With
-θ = 1 (float32) and h = 2⁻²⁴ + 2⁻⁷⁶ (an f64), the exact θ + h lies just
-above the halfway point 1 + 2⁻²⁴, so its float32 rounding is 1 + 2⁻²³; but
-fl64(θ + h) = 1 + 2⁻²⁴ exactly, and float32 rounds that tie to even: 1.0,
-a probe that collapses onto θ. (The classic "2p + 2 bits make double
-rounding harmless" theorem needs both operands in the narrow format; h is
-not.) ml_dtypes 0.6 also converts float64 → bfloat16 *through* float32, a
-second double rounding: 1 + 2⁻⁸ + 2⁻³⁰ becomes 1.0 instead of 1 + 2⁻⁷. So
-:meth:`ProbeDtype.round_exact` rounds the exact rational θ ∓ h with integer
-arithmetic, and only the already-representable result is ever converted.
-
-Spacings
---------
-h₋ and h₊ are computed in f64 from the two stored values. Both are values
-of a format with at most 24 significand bits, so their difference is exact
-in f64 whenever their exponents are at most 28 (float32) or 44 (bfloat16)
-binades apart — in particular whenever h ≤ |θ|/2, and for every default step
-unless 0 < |θ| < 2⁻³⁶ (float32) or 2⁻⁴⁷ (bfloat16). Otherwise (a probe
-across zero from a tiny θ) it is the correctly rounded f64 difference,
-within 2⁻⁵³ relative: far below anything the comparison resolves.
-
-Defaults, and why
------------------
-With ε the dtype's machine epsilon (2⁻⁵², 2⁻²³, 2⁻⁷):
-
-* **Step** h = ε^(1/3)·max(1, |θ|). The three-point estimate's error is about
-  truncation (|f‴|/6)·h² plus rounding ε·|f|/h; for an objective evaluated
-  in the parameter's precision, with f and f‴ of unit size, the two balance
-  at h ∝ ε^(1/3), where the error is about ε^(2/3). The factor max(1, |θ|)
-  keeps the step relative for large parameters, so the probes stay about
-  ε^(−2/3) ulps from θ (2.7e10 for float64, 4.1e4 for float32, 25 for
-  bfloat16): in bfloat16 the actual spacings can still differ from h by
-  2 %, which is why they, and never 2h, go into the stencil.
-  float64: 6.06e-6, float32: 4.92e-3, bfloat16: 0.198.
-* **Tolerance** ε^(1/3) on the chapter's scaled error. A right gradient
-  lands near ε^(2/3) (3.7e-11, 2.4e-5, 3.9e-2) and a wrong one (a missing
-  factor, a transposition, a sign) near 1; ε^(1/3) is their geometric
-  midpoint, leaving a factor ε^(−1/3) of headroom on each side: 1.6e5 for
-  float64, 203 for float32, 5.0 for bfloat16. Objectives that accumulate
-  rounding over many operations sit above ε^(2/3) and use part of that
-  headroom. bfloat16 checks catch gross errors only.
-  float64: 6.06e-6, float32: 4.92e-3, bfloat16: 0.198.
-* **Kink tolerance** ε^(1/6) on the one-sided slopes' scaled gap. At a
-  smooth point the two secant slopes differ by about |f″|·(h₋+h₊)/2, i.e.
-  ε^(1/3) for unit curvature at the default step; across a kink they differ
-  by the jump in slope, of order 1. ε^(1/6) is again the geometric midpoint
-  (headroom 406, 14, 2.2). float64: 2.46e-3, float32: 7.02e-2,
-  bfloat16: 0.445. This is the kink tolerance at the default step; at a
-  larger step h the midpoint moves up to √(h / max(1, |θ|)), which
-  :func:`~gradcheck_cli.check.check_gradients` uses by default per
-  coordinate (:func:`~gradcheck_cli.check.kink_tolerance_for_step`).
-
-None of these is universally right (the chapter's scan shows why); every one
-can be overridden.
-
-Imports
--------
-This module is the single source of every dtype's format, ε and name, for
-tensors and for scalar step advice alike, so it imports only ``math`` and
-``fractions``: numpy is loaded by :func:`probe_dtype` only to normalise a
-dtype that is not already one of the names in :data:`PROBE_DTYPES` or
-Python's ``float``.
+This module is the single source of every dtype's format, ε and name, for tensors and for scalar
+step advice alike, so it imports only ``math`` and ``fractions``: numpy is loaded by
+:func:`probe_dtype` only to normalise a dtype that is not already one of the names in
+:data:`PROBE_DTYPES` or Python's ``float``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One scalar check repeated over requested steps, each labelled with its error regime.
 
-The regime rule (documented in ``gradcheck scan --help`` and the README)
+The regime rule (documented in ``gradcheck scan --help`` and docs/cli.md)
 needs only the records themselves, so it works at any point and step list:
 
 1. Order the records by requested step, largest first, and find the one with

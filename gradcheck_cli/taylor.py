@@ -1,101 +1,12 @@
 """The Taylor-remainder test: a verdict on a whole gradient that needs no tolerance.
 
-For parameters x, a deterministic unit direction d and the analytic
-gradient g, move every selected parameter to fl(x + h·d) IN ITS OWN DTYPE and
-measure the displacement actually stored, Δ = fl(x + h·d) − x (the chapter's
-actual-spacing rule carried into many dimensions). The signed remainder
-
-    R(h) = f(x + Δ) − f(x) − Σ g·Δ
-
-shrinks like ‖Δ‖² when g is right (R ≈ ½ΔᵀHΔ) and only like ‖Δ‖ when g is
-wrong along d (R ≈ (∇f − g)·Δ). The order of the remainder is the verdict.
-
-The rules
----------
-Direction
-    d[name].flat[i] = 2u − 1, with u the top 53 bits of
-    splitmix64(key(name, seed) + i) divided by 2⁵³, where
-    key(name, seed) = splitmix64(FNV-1a-64(name) XOR seed); then all selected
-    parameters' entries together are divided by their Euclidean norm.
-    Pure integer arithmetic: the same on every platform and numpy version,
-    independent of the other parameters, and, being pseudo-random, almost
-    never orthogonal to a gradient error.
-Steps
-    hₖ = s·2⁻ᵏ for k = 0 … ⌈¾·log₂(1/ε)⌉ (40 steps for float64, 19 for
-    float32), s = max(1, ‖x‖₂) over the selected parameters and ε the machine
-    epsilon of the least precise parameter dtype; a step whose displacement
-    rounds to zero everywhere is recorded as ``unchanged`` and skipped.
-Rounding floor and usable points
-    ρ(h) = ε_f·(|f(x)| + |f(x+Δ)|) + ε₆₄·Σ|g·Δ|, with ε_f the larger of the
-    value's and the parameters' machine epsilons: what rounding alone can
-    put into R. A point is usable when |R| ≥ 10·ρ: rounding then moves
-    log|R| by at most about 10%, and the 5-point fit below averages that
-    down. (The model is pessimistic for a plainly computed loss — its
-    actual rounding sits at 0.1–0.7 ρ — but a loss with heavy cancellation
-    can exceed it; its remainder then stops shrinking and the verdict is
-    ``inconclusive``, never a pass.) A margin of 100 was tried: it hides
-    first-order errors of 0.07 along d in a float32 objective, which 10
-    resolves.
-Fit range
-    The order is fitted where h is as small as possible while rounding does
-    not dominate, because that is where the lowest-order term rules (a wrong
-    gradient's first-order term wins only as h → 0; a correct gradient's
-    third-order term may rule at large h). Take the last unbroken run of
-    usable points (the one reaching the smallest usable h), keep its tail on
-    which R has one sign (a sign change is the notch where two orders cancel;
-    the point next to it is dropped too, since its |R| is too small for
-    either order and would flatten the slope), and fit the least-squares slope of log|R|
-    against log‖Δ‖₂ over the last 5 of those points (a factor 16 in h). At
-    least 3 points are needed.
-Verdict
-    order ≥ 1.75: ``pass`` (second order or higher: consistent with a right
-    gradient); 0.75 ≤ order ≤ 1.25: ``fail`` (the linear model g·Δ is wrong
-    along d, or f has a kink there); in between: ``inconclusive`` (the fit
-    straddles the crossover of first- and second-order terms); below 0.75:
-    ``inconclusive`` (the remainder does not even shrink like h: rounding
-    noise above the model, or a discontinuous f — no evidence either way;
-    a wrong gradient's remainder always shrinks at least like h). No usable
-    point at all (a linear objective, or any objective with no curvature
-    along d at working precision): ``pass`` with reason ``rounding level``
-    when the detection limit (below) is at most √ε_f·max(1, |g·d|),
-    otherwise ``inconclusive``. f(x) evaluated before and after the test
-    must be bit-identical, else the objective is nondeterministic or
-    stateful and the verdict is ``fail``.
-Detection limit
-    min over evaluated points of 10·ρ/‖Δ‖: the smallest first-order error
-    (∇f − g)·d that would have stood above the rounding threshold somewhere.
-    An error much smaller than √(10·ρ·|dᵀHd|) hides under the second-order
-    term wherever rounding does not dominate: the Taylor test, like any
-    finite-difference check, resolves about half the working digits.
-bfloat16: practically always inconclusive
-    With a bfloat16 parameter the test has 7 steps (k = 0 … 6), and ε_f is
-    at least bfloat16's 2⁻⁷, so a point is usable only when |R| ≥ 10·ρ ≈
-    0.16·|f|: the remainder must be a sixth of the loss itself. Only the
-    largest one or two steps get there, fewer than the 3 a fit needs, and a
-    fit over the few that do straddles the first/second-order crossover:
-    right and wrong gradients alike come out ``inconclusive`` (in practice
-    never ``pass`` or ``fail``). This is a limit of the rule, not a verdict on the
-    gradient; check bfloat16 parameters with ``check_gradients``, which
-    catches gross errors.
-
-Localization
-    A ``fail`` of first order over several parameters is followed by Taylor
-    tests over subsets, bisecting the parameters in their order: the first
-    half is tested; a half is searched further when its own test fails or
-    when its sibling's passes (the first-order error along d is the sum of
-    the halves' errors, so the other half then carries it and need not be
-    tested, only searched); an inconclusive half is not searched. A
-    subset's test is exactly ``taylor_test(problem, names=subset,
-    seed=seed)``: the same direction pieces renormalized over the subset,
-    the subset's default steps (or the caller's steps), its own determinism
-    check. ``failing_parameters`` are the searched single parameters whose
-    own test fails (``fail``, first order): each is confirmed by itself,
-    never only inferred. One wrong parameter among P = 2ᵏ costs between
-    k + 1 and 2k subset tests. Parameters the direction does not move are
-    never named.
-
-Every parameter is bit-identical afterwards on every path (return, typed
-error, exception from the objective, KeyboardInterrupt).
+Every selected parameter moves along one deterministic unit direction d by a geometric sequence of steps,
+the displacement actually stored in its own dtype is measured, and the order of the remainder
+R(h) = f(x + Δ) − f(x) − Σ g·Δ is fitted: second order passes, first order fails. The rules (the
+splitmix64 direction, the steps, the rounding floor ρ and the usable points, the fit range, the
+verdict and the detection limit) are in docs/method.md, "The Taylor-remainder test". Every parameter
+is bit-identical afterwards on every path (return, typed error, exception from the objective,
+KeyboardInterrupt).
 """
 
 from __future__ import annotations

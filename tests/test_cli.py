@@ -664,9 +664,9 @@ def test_scan_help_states_the_regime_rule():
     assert REGIME_RULE in _words(invoke("scan", "--help").stdout)
 
 
-def test_the_scan_module_and_the_readme_state_the_same_regime_rule():
+def test_the_scan_module_and_the_cli_reference_state_the_same_regime_rule():
     assert REGIME_RULE in _words(scan.__doc__)
-    assert REGIME_RULE in _words((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert REGIME_RULE in _words((ROOT / "docs" / "cli.md").read_text(encoding="utf-8"))
 
 
 def test_help_shows_library_defaults_as_the_chapter_prints_them():

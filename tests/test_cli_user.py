@@ -12,7 +12,6 @@ import json
 import os
 import re
 import select
-import shlex
 import signal
 import subprocess
 import sys
@@ -936,91 +935,6 @@ def test_the_torch_example_checks_through_numpy_views():
     assert wrong.exit_code == EXIT_CANDIDATE_FAILED
     assert lines(wrong)[-1].endswith(' verdict=failed pass=false') and 'failing_parameters=["out.bias"]' in lines(wrong)[-1]
     assert invoke("taylor", f"{reference}:wrong_problem").exit_code == EXIT_CANDIDATE_FAILED
-
-
-# ---------------------------------------------------- the README, as written
-
-
-def _readme_sessions():
-    """Every ``$ gradcheck ...`` in the README's code blocks: the command, the lines shown, the exit status.
-
-    An exit status is shown as ``$ echo $?`` and a number after the output,
-    or as ``gradcheck ... > /dev/null; echo $?`` and a number.
-    """
-    blocks, block, fenced = [], None, False
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-            # Only a plain fence opens a session block: ```python blocks hold code, not sessions.
-            block = [] if fenced and line == "```" else None
-            if block is not None:
-                blocks.append(block)
-        elif block is not None:
-            block.append(line)
-    sessions = []
-    for block in blocks:
-        current, status_next = None, False
-        for line in block:
-            if line == "$ echo $?" and current is not None:
-                status_next = True
-            elif line.startswith("$ "):
-                command, _, rest = line[2:].partition(";")
-                status_next = rest.strip() == "echo $?"
-                current = {"command": command.split(" > ")[0].strip(), "output": [], "status": None}
-                sessions.append(current)
-            elif current is not None and status_next:
-                current["status"], status_next = int(line), False
-            elif current is not None:
-                current["output"].append(line)
-    return [session for session in sessions if session["command"].startswith("gradcheck ")]
-
-
-README_SESSIONS = _readme_sessions()
-
-
-def test_the_readme_shows_the_new_commands():
-    shown = {shlex.split(session["command"])[1] for session in README_SESSIONS}
-    assert {"check", "taylor", "scan"} <= shown
-    assert any("--advise" in session["command"] for session in README_SESSIONS)
-
-
-@pytest.mark.parametrize("session", README_SESSIONS, ids=[session["command"] for session in README_SESSIONS])
-def test_every_readme_command_prints_what_the_readme_shows(session, monkeypatch):
-    """Each shown line is in the real output; a line ending in '...' is a prefix; '...' alone skips."""
-    monkeypatch.chdir(ROOT)
-    result = invoke(*shlex.split(session["command"])[1:])
-    actual = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
-    for line in session["output"]:
-        if line.strip() in ("", "..."):
-            continue
-        if line.endswith("..."):
-            assert any(candidate.startswith(line[:-3].rstrip()) for candidate in actual), line
-        else:
-            assert line.rstrip() in actual, line
-    if session["status"] is not None:
-        assert result.exit_code == session["status"]
-
-
-def _readme_command_spans():
-    """Every `gradcheck SUBCOMMAND ...` the README writes, in inline code, headings or sessions."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    spans = re.findall(r"`(gradcheck [^`]+)`", readme)
-    spans += [session["command"] for session in README_SESSIONS]
-    return sorted(set(spans))
-
-
-def test_every_option_the_readme_names_exists_on_its_subcommand():
-    named = 0
-    for span in _readme_command_spans():
-        words = span.replace("[", " ").replace("]", " ").replace("|", " ").split()
-        if len(words) < 2 or words[1] not in main.list_commands(None):
-            continue
-        options = {option for parameter in main.get_command(None, words[1]).params for option in parameter.opts}
-        for word in words[2:]:
-            if word.startswith("--"):
-                named += 1
-                assert word.split("=")[0] in options | {"--help"}, f"{span!r}: gradcheck {words[1]} has no {word}"
-    assert named > 40  # the check sees the README's options at all
 
 
 def test_the_default_report_is_short_and_says_what_is_wrong():

@@ -18,6 +18,8 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (
 
 CASES = [
     # (example file, dtype of its parameters, the parameters its wrong variant must fail)
+    # The README's line: the forgotten 2 halves both gradients.
+    pytest.param("line.py", "float64", ("w", "b"), id="line"),
     pytest.param("mlp.py", "float64", ("W2",), id="mlp"),
     pytest.param("mlp_float32.py", "float32", ("W2",), id="mlp_float32"),
     # dK's bug reaches γ, β and X through dY; Wq, Wv and Wo do not see it.

@@ -703,14 +703,15 @@ def test_13_make_sets_up_a_virtualenv_unless_the_interpreter_is_one(tmp_path):
 # ------------------------------------------------------------------ item 14
 
 
-def test_14_the_readme_agrees_with_the_code():
-    readme = (ROOT / "README.md").read_text()
+def test_14_the_docs_agree_with_the_code():
+    docs = {path.name: path.read_text() for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]}
     for stale in ("phase", "../shared/spec", "pip install 'gradcheck-cli", "log-log axes; the chart"):
-        assert stale not in readme, stale
-    assert (ROOT / "tests/data/rust-float-formats.tsv").exists() and "tests/data/rust-float-formats.tsv" in readme
-    # The scan row: the keys the README names are the record's keys.
+        assert not [name for name, text in docs.items() if stale in text], stale
+    cli, schema = docs["cli.md"], docs["json.md"]
+    assert (ROOT / "tests/data/rust-float-formats.tsv").exists() and "tests/data/rust-float-formats.tsv" in cli
+    # The scan row: the keys docs/json.md names are the record's keys.
     document = strict_json(invoke("demo", "--json").stdout)
-    row = next(line for line in readme.splitlines() if line.startswith("| `scan` |"))
+    row = next(line for line in schema.splitlines() if line.startswith("| `scan` |"))
     assert set(document["scan"][0]) == {"regime", "requested_step", "check", "error"}
     assert all(f'"{key}"' in row for key in document["scan"][0])
     # No key of a JSON document has a space: the demo's rejected requests are snake_case.
@@ -732,9 +733,9 @@ def test_14_the_readme_agrees_with_the_code():
 
     for arguments in (["demo"], ["scan", "--point", "100", "--advise"], ["check", PORTABLE, "--step", "auto"]):
         assert not [key for key in keys(strict_json(invoke(*arguments, "--json").stdout)) if " " in key]
-    # check --step auto: one key, "check", whose report holds the advice, as the README says.
+    # check --step auto: one key, "check", whose report holds the advice, as docs/json.md says.
     auto = strict_json(invoke("check", PORTABLE, "--step", "auto", "--json").stdout)
     assert list(auto) == ["check"] and auto["check"]["step_advice"] is not None
-    row = next(line for line in readme.splitlines() if line.startswith("| `check` |"))
+    row = next(line for line in schema.splitlines() if line.startswith("| `check` |"))
     assert '`{"check": report}`' in row and "`step_advice`" in row
-    assert "one column per requested step" in readme
+    assert "one column per requested step" in cli
