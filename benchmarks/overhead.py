@@ -1,17 +1,32 @@
-"""Harness overhead: the sampled tensor check against a bare loop making the same calls.
+"""Harness overhead: the checks against a bare loop making the same number of objective calls.
 
-1. The mean NLL over [64, 50257] float64 logits, 64 sampled coordinates:
-   `sampled_tensor_gradient_check` against a bare loop that writes the same
-   probes fl(θ−h), θ, fl(θ+h) into the array in place, calls the objective
-   and restores the element (3·64 calls each). Goal: ratio ≤ 1.02. The
-   objective is the vectorized NLL of `_objectives.py` (about 6 ms a call);
-   --library-nll uses `gradcheck_cli.nll.indexed_mean_nll`, the same loss in
-   libm arithmetic (about 0.2 s a call), against which any harness is noise.
-2. Per-probe overhead with a trivial objective: (check − bare loop) / probes,
-   in microseconds. Goal ≤ 3 µs.
+Two checks are timed: `check_gradients` (what `gradcheck check`, the pytest
+helper and the torch adapter run: f(θ) once plus checkpoints, two probes per
+coordinate at h, confirmation probes at h/10 and 10h for a coordinate that
+does not pass at h, a directional test per parameter) and the chapter's
+`sampled_tensor_gradient_check` (three calls per coordinate). A check's
+calls are counted, not assumed: `report.evaluations` for `check_gradients`,
+checked against a counter around the objective. Each check's bare loop
+makes exactly that many calls, each writing a probe θ±h into the array in
+place, calling the objective and restoring the element, and nothing else.
+
+1. The mean NLL over [64, 50257] float64 logits, 64 coordinates: check ÷ bare
+   loop (CPU time, median of per-round ratios). Goal ≤ 1.02. The objective is
+   the vectorized NLL of `_objectives.py` (about 6 ms a call); --library-nll
+   uses `gradcheck_cli.nll.indexed_mean_nll` (about 0.2 s a call).
+2. Per-probe cost with a trivial objective, [256, 256] float64, 1024
+   coordinates: (check − bare) ÷ calls in µs, and the check's time per call
+   as a ratio to the bare loop's. `check_gradients` also runs at a quarter of
+   the coordinates, which splits its cost into a part per call and a part per
+   check (selection, the directional test's whole-array work).
+
+--baseline PATH times another checkout's checks in the same rounds (for
+example the code before the verdict redesign: `git worktree add /tmp/old
+18c60ed`), loaded under another name (see `_baseline.py`); the figure for
+"no worse than before" is then the ratio of the two per-probe overheads.
 
 Usage: python benchmarks/overhead.py [--repeats 9] [--probe-repeats 31] [--probe-samples 1024] [--library-nll]
-       [--natural-malloc]
+       [--baseline PATH] [--natural-malloc]
 """
 
 import argparse
@@ -19,177 +34,263 @@ import sys
 
 import numpy as np
 
+import _baseline
 from _common import header, interleaved, malloc_line, median, spread, verdict, with_steady_malloc
 from _objectives import mean_nll, mean_nll_gradient
-
+from gradcheck_cli import check as check_module
+from gradcheck_cli import tensors as tensors_module
 from gradcheck_cli.nll import indexed_mean_nll
-from gradcheck_cli.tensors import sample_tensor_coordinates, sampled_tensor_gradient_check
 
 NLL_SHAPE = (64, 50257)
 NLL_SAMPLES = 64
-STEP = 1.0e-5
+PROBE_SHAPE = (256, 256)
+STEP = 1.0e-5  # the chapter's check and the bare loops; check_gradients runs at its defaults
 TOLERANCE = 1.0e-6
 RATIO_GOAL = 1.02
-PROBE_GOAL_US = 3.0
+NAME = "x"
 
 
-def bare_loop(parameters, samples, step, objective, python_floats=False):
-    """The same 3·S objective calls with in-place perturbation and restore, and nothing else.
+class Counter:
+    """Objective calls, by contender label."""
 
-    With ``python_floats`` the probes are Python floats, as the harness writes
-    them, instead of numpy scalars: an equivalent loop whose timing against
-    the first shows how much two equivalent code paths differ on this machine.
+    def __init__(self):
+        self.calls = {}
+
+    def wrap(self, label: str, loss, mapping: bool):
+        """``loss`` of the array (of ``mapping[NAME]`` when ``mapping``), counted under ``label``."""
+        self.calls[label] = 0
+        calls = self.calls
+
+        if mapping:
+
+            def objective(current):
+                calls[label] += 1
+                return loss(current[NAME])
+
+        else:
+
+            def objective(current):
+                calls[label] += 1
+                return loss(current)
+
+        return objective
+
+
+def gradients_check(module, parameters, gradient, samples, objective):
+    """`check_gradients` of ``module`` at its defaults; returns (verdict, report.evaluations or None)."""
+
+    def run():
+        report = module.check_gradients(objective, {NAME: parameters}, {NAME: gradient}, samples=samples)
+        return getattr(report, "verdict", "passed" if report.passed else "failed"), getattr(report, "evaluations", None)
+
+    return run
+
+
+def chapter_check(module, parameters, gradient, samples, objective):
+    """The chapter's `sampled_tensor_gradient_check` of ``module``; returns (verdict, 3 · coordinates)."""
+
+    def run():
+        result = module.sampled_tensor_gradient_check(parameters, gradient, STEP, TOLERANCE, samples, objective)
+        return ("passed" if result.passed else "failed"), 3 * len(result.checks)
+
+    return run
+
+
+def bare_loop(parameters, calls: int, objective, argument, python_floats=False):
+    """``calls`` objective calls, each with one element moved by ±STEP in place and restored, and nothing else.
+
+    The elements are the chapter's sampled coordinates, in turn. With
+    ``python_floats`` the probes are Python floats instead of numpy scalars:
+    an equivalent loop whose timing against the first shows how far two
+    equivalent code paths differ on this machine.
     """
-    coordinates = [sample.coordinate for sample in sample_tensor_coordinates(parameters.shape, samples)]
+    coordinates = [sample.coordinate for sample in tensors_module.sample_tensor_coordinates(parameters.shape, calls)]
+    plan = [(coordinates[k % len(coordinates)], STEP if k % 2 else -STEP) for k in range(calls)]
 
     def run():
         values = []
-        for index in coordinates:
+        for index, shift in plan:
             original = float(parameters[index]) if python_floats else parameters[index]
-            for probe in (original - step, original, original + step):
-                parameters[index] = probe
-                values.append(objective(parameters))
-                parameters[index] = original
+            parameters[index] = original + shift
+            values.append(objective(argument))
+            parameters[index] = original
         return values
 
     return run
 
 
-def gradcheck_run(parameters, analytic, samples, objective):
-    def run():
-        return sampled_tensor_gradient_check(parameters, analytic, STEP, TOLERANCE, samples, objective)
+def checks_of(baseline) -> list:
+    """(label, module of check_gradients, module of the chapter's check) for this code and the baseline."""
+    checks = [("", check_module, tensors_module)]
+    if baseline is not None:
+        checks.append(("baseline ", _baseline.submodule("check"), _baseline.submodule("tensors")))
+    return checks
 
-    return run
 
+def build(parameters, gradient, samples_by_check, loss, counter, baseline, control=False):
+    """Checks and, for each, a bare loop with the same number of calls (counted in a first run).
 
-def report(durations, bare_label="bare loop", checked_label="gradcheck", per=None):
-    """Print both clocks' medians and ratios; return the CPU-time medians (bare, checked) and paired ratio.
-
-    Each round runs both loops back to back, so the median of the per-round
-    ratios cancels the slow drifts of a shared machine that the ratio of
-    medians still carries; it is the figure compared with the goal.
+    Returns (contenders, pairs, outcomes): ``pairs`` maps a check's label to
+    its bare loop's; ``outcomes`` the verdict and calls of each check.
     """
-    for label in (bare_label, checked_label):
-        cpu, wall = durations[label]["cpu"], durations[label]["wall"]
-        unit = f"   = {median(cpu) / per * 1e6:.3f} µs per probe" if per else ""
-        print(f"     {label:<10} CPU {spread(cpu)};  wall {spread(wall)}{unit}")
-    for clock in ("cpu", "wall"):
-        bare, checked = durations[bare_label][clock], durations[checked_label][clock]
-        paired = median([after / before for before, after in zip(bare, checked)])
-        print(
-            f"     {clock:>4}: ratio of medians {median(checked) / median(bare):.4f}, median of per-round ratios {paired:.4f}"
-        )
-    bare, checked = durations[bare_label]["cpu"], durations[checked_label]["cpu"]
-    return median(bare), median(checked), median([after / before for before, after in zip(bare, checked)])
+    checks, outcomes = {}, {}
+    for prefix, gradients_module, chapter_module in checks_of(baseline):
+        for samples in samples_by_check:
+            suffix = "" if samples == samples_by_check[0] else f", {samples} coordinates"
+            label = f"{prefix}check_gradients{suffix}"
+            objective = counter.wrap(label, loss, mapping=True)
+            checks[label] = (gradients_check(gradients_module, parameters, gradient, samples, objective), True)
+        label = f"{prefix}chapter's check"
+        objective = counter.wrap(label, loss, mapping=False)
+        checks[label] = (chapter_check(chapter_module, parameters, gradient, samples_by_check[0], objective), False)
+    contenders, pairs, bare_loops = {}, {}, {}
+    for label, (run, mapping) in checks.items():
+        before = counter.calls[label]
+        verdict_text, reported = run()
+        counted = counter.calls[label] - before
+        outcomes[label] = (verdict_text, counted, reported)
+        key = (counted, mapping)
+        if key not in bare_loops:
+            bare_label = f"bare loop, {counted} calls" + (" (mapping)" if mapping else "")
+            objective = counter.wrap(bare_label, loss, mapping)
+            argument = {NAME: parameters} if mapping else parameters
+            bare_loops[key] = bare_label
+            contenders[bare_label] = bare_loop(parameters, counted, objective, argument)
+        contenders[label] = run
+        pairs[label] = bare_loops[key]
+    if control:
+        first = pairs["check_gradients"]
+        counted = outcomes["check_gradients"][1]
+        objective = counter.wrap("control", loss, mapping=True)
+        contenders["control"] = bare_loop(parameters, counted, objective, {NAME: parameters}, python_floats=True)
+        pairs["control"] = first
+    return contenders, pairs, outcomes
 
 
-def nll_overhead(repeats, library_nll):
+def paired_ratio(durations, label, bare_label, clock="cpu") -> float:
+    """Median over rounds of check ÷ bare loop: each round runs both, so slow drifts of the machine cancel."""
+    return median([c / b for b, c in zip(durations[bare_label][clock], durations[label][clock])])
+
+
+def print_outcomes(outcomes: dict) -> None:
+    for label, (verdict_text, counted, reported) in outcomes.items():
+        note = f" (report.evaluations {reported})" if label.endswith("check_gradients") and reported is not None else ""
+        print(f"   {label}: {verdict_text}, {counted} objective calls{note}")
+
+
+def nll_overhead(repeats, library_nll, baseline):
     random = np.random.default_rng(13)
     logits = random.standard_normal(NLL_SHAPE)
     targets = random.integers(0, NLL_SHAPE[1], NLL_SHAPE[0])
     analytic = mean_nll_gradient(logits, targets)
-    loss = indexed_mean_nll if library_nll else mean_nll
-    calls = {"bare loop": 0, "gradcheck": 0}
+    loss_function = indexed_mean_nll if library_nll else mean_nll
 
-    def counted(label):
-        def objective(candidate):
-            calls[label] += 1
-            return loss(candidate, targets)
-
-        return objective
-
-    warmup = 0 if library_nll else 1  # a warm-up round of the library's NLL would cost two minutes
-    outcome = {}
-    check = gradcheck_run(logits, analytic, NLL_SAMPLES, counted("gradcheck"))
-
-    def checked():
-        outcome["passed"] = check().passed
+    def loss(values):
+        return loss_function(values, targets)
 
     name = "gradcheck_cli.nll.indexed_mean_nll" if library_nll else "vectorized numpy mean NLL (_objectives.mean_nll)"
-    print(f"1. harness overhead: {name} over {list(NLL_SHAPE)} float64 logits, {NLL_SAMPLES} sampled coordinates")
-    print(f"   {repeats} interleaved repetitions, median (range):")
-    contenders = {"bare loop": bare_loop(logits, NLL_SAMPLES, STEP, counted("bare loop")), "gradcheck": checked}
-    if not library_nll:
-        # A control: an equivalent bare loop shows how far two loops doing the same calls differ here.
-        contenders["bare again"] = bare_loop(logits, NLL_SAMPLES, STEP, counted("bare again"), python_floats=True)
-        calls["bare again"] = 0
-    durations = interleaved(contenders, repeats, warmup=warmup)
-    per_run = {label: count / (repeats + warmup) for label, count in calls.items()}
-    bare, _, ratio = report(durations)
-    if not library_nll:
-        first, again = durations["bare loop"]["cpu"], durations["bare again"]["cpu"]
-        control = median([second / one for one, second in zip(first, again)])
+    print(f"1. harness overhead: {name} over {list(NLL_SHAPE)} float64 logits, {NLL_SAMPLES} coordinates")
+    counter = Counter()
+    contenders, pairs, outcomes = build(
+        logits, analytic, (NLL_SAMPLES,), loss, counter, baseline, control=not library_nll
+    )
+    print_outcomes(outcomes)
+    print(f"   {repeats} interleaved rounds (after the counting run), CPU time, median (range):")
+    durations = interleaved(contenders, repeats, warmup=0)
+    for label, times in durations.items():
+        print(f"     {label:<38} {spread(times['cpu'])}")
+    ratios = {}
+    for label, bare_label in pairs.items():
+        ratios[label] = paired_ratio(durations, label, bare_label)
+        goal = f"   {verdict(ratios[label], RATIO_GOAL)}" if label != "control" else "   (two equivalent bare loops)"
+        print(f"   {label} ÷ {bare_label}: {ratios[label]:.4f}{goal}")
+    bare_seconds = median(durations[pairs["check_gradients"]]["cpu"])
+    return bare_seconds / outcomes["check_gradients"][1], outcomes
+
+
+def probe_overhead(label, loss, analytic_at_origin, repeats, samples, baseline):
+    parameters = np.linspace(-1.0, 1.0, PROBE_SHAPE[0] * PROBE_SHAPE[1]).reshape(PROBE_SHAPE)
+    gradient = np.zeros_like(parameters)
+    gradient[0, 0] = analytic_at_origin
+    counter = Counter()
+    contenders, pairs, outcomes = build(parameters, gradient, (samples, max(1, samples // 4)), loss, counter, baseline)
+    durations = interleaved(contenders, repeats, warmup=2)
+    print(f"   objective {label}:")
+    print_outcomes(outcomes)
+    per_probe = {}
+    for check_label, bare_label in pairs.items():
+        calls = outcomes[check_label][1]
+        check_seconds = median(durations[check_label]["cpu"])
+        bare_per_call = median(durations[bare_label]["cpu"]) / calls
+        per_probe[check_label] = check_seconds / calls - bare_per_call
         print(
-            f"     control: an equivalent bare loop (Python-float probes) / bare loop: {control:.4f} "
-            f"(CPU, median of per-round ratios)"
+            f"     {check_label:<44} {check_seconds / calls * 1e6:7.3f} µs per call, bare loop {bare_per_call * 1e6:.3f}: "
+            f"overhead {per_probe[check_label] * 1e6:.3f} µs per probe, "
+            f"ratio to the bare loop {paired_ratio(durations, check_label, bare_label):.1f}"
         )
-    print(
-        f"   objective calls per run: {per_run['gradcheck']:g} gradcheck, {per_run['bare loop']:g} bare loop; "
-        f"check passed: {outcome['passed']}"
-    )
-    print(
-        f"   ratio gradcheck / bare loop (CPU time, median of per-round ratios): {ratio:.4f}   {verdict(ratio, RATIO_GOAL)}"
-    )
-    return bare, per_run["gradcheck"]
-
-
-def probe_overhead(label, objective, analytic_at_origin, repeats, samples):
-    parameters = np.linspace(-1.0, 1.0, 256 * 256).reshape(256, 256)
-    analytic = np.zeros_like(parameters)
-    analytic[0, 0] = analytic_at_origin
-    probes = 3 * min(samples, parameters.size)
-    check = gradcheck_run(parameters, analytic, samples, objective)
-    passed = check().passed
-    durations = interleaved(
-        {"bare loop": bare_loop(parameters, samples, STEP, objective), "gradcheck": check}, repeats, warmup=2
-    )
-    print(f"   objective {label} (check passed: {passed}):")
-    bare, checked, _ = report(durations, per=probes)
-    per_probe_us = (checked - bare) / probes * 1e6
-    print(
-        f"   overhead per probe (CPU time, medians): {per_probe_us:.3f} µs   {verdict(per_probe_us, PROBE_GOAL_US, unit=' µs')}"
-    )
-    return per_probe_us
+    for prefix, _, _ in checks_of(baseline):
+        full, quarter = f"{prefix}check_gradients", f"{prefix}check_gradients, {max(1, samples // 4)} coordinates"
+        if quarter not in outcomes or outcomes[full][1] == outcomes[quarter][1]:
+            continue
+        calls_full, calls_quarter = outcomes[full][1], outcomes[quarter][1]
+        extra = median(durations[full]["cpu"]) - median(durations[quarter]["cpu"])
+        bare_per_call = median(durations[pairs[full]]["cpu"]) / calls_full
+        marginal = extra / (calls_full - calls_quarter) - bare_per_call
+        fixed = median(durations[full]["cpu"]) - calls_full * (bare_per_call + marginal)
+        print(
+            f"     {full}: {marginal * 1e6:.3f} µs per further probe, {fixed * 1e3:.2f} ms per check "
+            f"(from {calls_quarter} and {calls_full} calls)"
+        )
+    if baseline is not None:
+        for name in ("check_gradients", "chapter's check"):
+            ratio = per_probe[name] / per_probe[f"baseline {name}"]
+            print(f"     {name}: per-probe overhead ÷ the baseline's: {ratio:.2f}   {verdict(ratio, 1.0)}")
+    return per_probe["check_gradients"]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=9, help="interleaved repetitions of the NLL check")
-    parser.add_argument("--probe-repeats", type=int, default=31, help="interleaved repetitions of the trivial check")
+    parser.add_argument("--repeats", type=int, default=9, help="interleaved rounds of the NLL checks")
+    parser.add_argument("--probe-repeats", type=int, default=31, help="interleaved rounds of the trivial checks")
     parser.add_argument("--probe-samples", type=int, default=1024, help="coordinates in the trivial check")
     parser.add_argument(
         "--library-nll",
         action="store_true",
-        help="use gradcheck_cli.nll.indexed_mean_nll (libm arithmetic, ~0.2 s a call: ~40 s a check; use --repeats 1)",
+        help="use gradcheck_cli.nll.indexed_mean_nll (libm arithmetic, ~0.2 s a call: minutes a round; use --repeats 1)",
     )
+    parser.add_argument("--baseline", metavar="PATH", help="a checkout whose checks are timed in the same rounds")
     parser.add_argument("--natural-malloc", action="store_true", help="leave glibc's malloc trimming as it is")
     arguments = parser.parse_args()
     with_steady_malloc(arguments.natural_malloc)
 
-    header("harness overhead: sampled_tensor_gradient_check vs a bare probing loop")
+    header("harness overhead: check_gradients and the chapter's check vs a bare probing loop")
     print(malloc_line())
-    nll_bare, nll_calls = nll_overhead(arguments.repeats, arguments.library_nll)
+    baseline = None
+    if arguments.baseline:
+        baseline, description = _baseline.load(arguments.baseline)
+        print(f"baseline: {description}, timed in the same rounds as `baseline ...`")
+    bare_per_call, outcomes = nll_overhead(arguments.repeats, arguments.library_nll, baseline)
 
     samples = arguments.probe_samples
-    print(
-        f"2. per-probe overhead: {samples} coordinates of a [256, 256] float64 array, {3 * samples} probes per check,"
-    )
-    print(f"   {arguments.probe_repeats} interleaved repetitions, median (range):")
-    per_probe_us = probe_overhead(
-        "returning the Python float 0.0", lambda parameters: 0.0, 0.0, arguments.probe_repeats, samples
+    print(f"2. per-probe cost: {samples} coordinates of a {list(PROBE_SHAPE)} float64 array")
+    print(f"   {arguments.probe_repeats} interleaved rounds, CPU time, medians:")
+    per_probe = probe_overhead(
+        "returning the Python float 0.0", lambda values: 0.0, 0.0, arguments.probe_repeats, samples, baseline
     )
     # Real objectives often return a numpy scalar, which takes the estimator's slower conversion path.
     probe_overhead(
-        "returning parameters[0, 0] (a numpy float64)",
-        lambda parameters: parameters[0, 0],
+        "returning values[0, 0] (a numpy float64)",
+        lambda values: values[0, 0],
         1.0,
         arguments.probe_repeats,
         samples,
+        baseline,
     )
-    implied = 1 + nll_calls * per_probe_us * 1e-6 / nll_bare
+    calls = outcomes["check_gradients"][1]
+    implied = 1 + per_probe / bare_per_call
     print(
-        f"3. the NLL ratio implied by the per-probe overhead (free of the objective's noise): "
-        f"1 + {nll_calls:g} × {per_probe_us:.2f} µs / {nll_bare:.3f} s = {implied:.5f}"
+        f"3. the NLL ratio of check_gradients implied by its per-probe overhead alone (no per-check work): "
+        f"1 + {per_probe * 1e6:.2f} µs / {bare_per_call * 1e3:.3f} ms = {implied:.5f} ({calls} calls)"
     )
     return 0
 

@@ -8,8 +8,15 @@
    broadcast view (no memory), so any copy of the parameters would show. The
    objective also records that it was handed the caller's array itself, and
    a CRC-32 of the whole array before and after proves bit-identical restoration.
+3. The same for `check_gradients` at its defaults (64 coordinates), at
+   --gradients-elements (10^7 by default): its directional test moves every
+   element at once, so it works on whole-array temporaries; reported as the
+   peak over the array, in MB and in multiples of the array. No goal: a
+   measurement of what a user's whole-parameter check costs in memory. Its
+   gradient is a resident array (cos 1 where the objective reads, 0
+   elsewhere), since the directional test weighs every element.
 
-Usage: python benchmarks/scale.py [--elements 100000000] [--repeats 201]
+Usage: python benchmarks/scale.py [--elements 100000000] [--gradients-elements 10000000] [--repeats 201]
 """
 
 import argparse
@@ -50,10 +57,11 @@ def reset_peak() -> bool:
         return False
 
 
-def rss_child(elements: int) -> dict:
-    """Runs in a fresh interpreter: allocate, check, and report memory as JSON."""
+def rss_child(elements: int, function: str) -> dict:
+    """Runs in a fresh interpreter: allocate, check with ``function``, and report memory as JSON."""
     import numpy as np
 
+    from gradcheck_cli.check import check_gradients
     from gradcheck_cli.tensors import sample_tensor_coordinates, sampled_tensor_gradient_check
 
     baseline_kb = status_kb("VmRSS")
@@ -71,16 +79,30 @@ def rss_child(elements: int) -> dict:
     address = parameters.ctypes.data
 
     def objective(candidate):
+        if function == "check_gradients":
+            candidate = candidate["x"]
         handed["calls"] += 1
         handed["same_object"] += candidate is parameters
         handed["same_buffer"] += candidate.ctypes.data == address
         return float(np.sin(candidate[gathered]).sum())
 
-    analytic = np.broadcast_to(np.cos(1.0), shape)
+    if function == "check_gradients":
+        # The directional test moves every element, so the gradient must be right everywhere: cos(1) where
+        # the objective reads, 0 elsewhere (a resident array beside the parameters, made before the check).
+        analytic = np.empty(shape)
+        analytic.fill(0.0)
+        analytic[gathered] = np.cos(1.0)
+    else:
+        analytic = np.broadcast_to(np.cos(1.0), shape)
     reset = reset_peak()
     before_check_kb = status_kb("VmRSS")
     start = time.perf_counter()
-    result = sampled_tensor_gradient_check(parameters, analytic, 1.0e-5, 1.0e-6, SAMPLES, objective)
+    if function == "check_gradients":
+        report = check_gradients(objective, {"x": parameters}, {"x": analytic}, samples=SAMPLES)
+        passed, coordinates, evaluations = report.verdict, report.checked, report.evaluations
+    else:
+        result = sampled_tensor_gradient_check(parameters, analytic, 1.0e-5, 1.0e-6, SAMPLES, objective)
+        passed, coordinates, evaluations = result.passed, len(result.checks), 3 * len(result.checks)
     elapsed = time.perf_counter() - start
     peak_after_check_kb = status_kb("VmHWM")
     return {
@@ -93,8 +115,9 @@ def rss_child(elements: int) -> dict:
         "before_check_kb": before_check_kb,
         "peak_after_check_kb": peak_after_check_kb,
         "check_seconds": elapsed,
-        "passed": result.passed,
-        "coordinates": len(result.checks),
+        "passed": passed,
+        "coordinates": coordinates,
+        "evaluations": evaluations,
         "restored": zlib.crc32(parameters.data) == crc_before,
         **handed,
     }
@@ -112,13 +135,39 @@ def sampler_timing(repeats: int) -> None:
     print(f"   {verdict(per_call * 1e3, SAMPLER_GOAL_S * 1e3, '<', ' ms')}")
 
 
-def rss_report(elements: int) -> int:
-    command = [sys.executable, os.path.abspath(__file__), "--rss-child", "--elements", str(elements)]
+def run_child(number: int, elements: int, function: str):
+    """The child's JSON, or None after printing why it failed."""
+    command = [sys.executable, os.path.abspath(__file__), "--rss-child", function, "--elements", str(elements)]
     completed = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True)
     if completed.returncode != 0:
-        print(f"2. FAILED: the memory subprocess exited {completed.returncode}:\n{completed.stderr}")
+        print(f"{number}. FAILED: the memory subprocess exited {completed.returncode}:\n{completed.stderr}")
+        return None
+    return json.loads(completed.stdout)
+
+
+def gradients_rss_report(elements: int) -> int:
+    child = run_child(3, elements, "check_gradients")
+    if child is None:
         return 1
-    child = json.loads(completed.stdout)
+    array_mb = child["array_bytes"] / MB
+    peak_mb = max(child["peak_before_check_kb"], child["peak_after_check_kb"]) * 1024 / MB
+    print(f"3. check_gradients at its defaults ({SAMPLES} coordinates) on a {child['shape']} float64 array:")
+    print(f"   array {array_mb:.1f} MB, its gradient as much again; process peak {peak_mb:.1f} MB")
+    if child["peak_reset"]:
+        growth_mb = (child["peak_after_check_kb"] - child["before_check_kb"]) * 1024 / MB
+        print(f"   peak growth during the check itself: {growth_mb:.1f} MB = {growth_mb / array_mb:.1f}× the array")
+    print(
+        f"   {child['evaluations']} evaluations, {child['coordinates']} coordinates, verdict {child['passed']}; "
+        f"handed the caller's array {child['same_object']} of {child['calls']} times; "
+        f"bit-identical afterwards: {child['restored']}; check took {seconds(child['check_seconds'])}"
+    )
+    return 0
+
+
+def rss_report(elements: int) -> int:
+    child = run_child(2, elements, "chapter")
+    if child is None:
+        return 1
     array_mb = child["array_bytes"] / MB
     peak_kb = max(child["peak_before_check_kb"], child["peak_after_check_kb"])
     peak_mb = peak_kb * 1024 / MB
@@ -152,15 +201,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=10**8, help="elements of the checked array")
     parser.add_argument("--repeats", type=int, default=201, help="timing repeats of the sampler")
-    parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--gradients-elements", type=int, default=10**7, help="elements of the array check_gradients checks"
+    )
+    parser.add_argument("--rss-child", choices=("chapter", "check_gradients"), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.rss_child:
-        print(json.dumps(rss_child(arguments.elements)))
+        print(json.dumps(rss_child(arguments.elements, arguments.rss_child)))
         return 0
 
     header("scale: a shape larger than memory, and a 10^8-element array without a copy")
     sampler_timing(arguments.repeats)
-    return rss_report(arguments.elements)
+    return rss_report(arguments.elements) | gradients_rss_report(arguments.gradients_elements)
 
 
 if __name__ == "__main__":

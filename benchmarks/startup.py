@@ -15,15 +15,21 @@ conditions are timed side by side:
   editable install means gradcheck_cli is compiled from source at every
   start while click's bytecode is cached.
 
+With --baseline PATH (a checkout of an older commit, e.g. `git worktree add
+/tmp/old 18c60ed`), a fourth condition runs that checkout's code the cached
+way (PYTHONPATH=PATH ahead of this checkout's editable install, same
+interpreter, same click), interleaved with the others in the same rounds.
+
 A scalar subcommand must not import numpy or rich, so `python -X importtime`
 names the heavy modules imported and what the command imports beyond click.
 
-Usage: python benchmarks/startup.py [--repeats 30]
+Usage: python benchmarks/startup.py [--repeats 30] [--baseline PATH]
 """
 
 import argparse
 import importlib.util
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -58,11 +64,20 @@ def run_once(command, environment=None):
     return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, env=environment)
 
 
-def timed_process(command, environment):
+def timed_process(command, environment, cpu_times):
+    """A zero-argument run of ``command``; appends the child's CPU seconds (user + system) to ``cpu_times``.
+
+    CPU time per process leaves out the stretches when another tenant held
+    the core, so on a loaded machine it is the steadier clock.
+    """
+
     def run():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(
             command, cwd=REPOSITORY, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
         )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 
     return run
 
@@ -115,8 +130,9 @@ def minimal_environment(directory, cached):
     reached through PYTHONPATH (links to this checkout and to click's
     package), so no .pth file of this environment runs and nothing is copied.
     """
-    import click
     import venv
+
+    import click
 
     venv.EnvBuilder(with_pip=False, symlinks=True).create(directory)
     python = str(Path(directory) / "bin" / "python")
@@ -131,7 +147,7 @@ def minimal_environment(directory, cached):
     return python, str(script), environment
 
 
-def environments(work_directory):
+def environments(work_directory, baseline=None):
     """The start-up conditions to time, by label, as (python, console script, environment, explanation)."""
     cache_directory = os.path.join(work_directory, "pycache")
     cached = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -150,6 +166,13 @@ def environments(work_directory):
             "fastest here, so this ratio is the harshest",
         ),
     }
+    if baseline is not None:
+        modes["baseline"] = (
+            sys.executable,
+            script,
+            {**cached, "PYTHONPATH": str(Path(baseline).resolve())},
+            f"the code at {baseline} ({baseline_commit(baseline)}), cached as above, PYTHONPATH ahead of this checkout",
+        )
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         modes["as is"] = (
             sys.executable,
@@ -159,6 +182,11 @@ def environments(work_directory):
             "install, so its modules are compiled from source at every start (click's come from site-packages' .pyc)",
         )
     return modes
+
+
+def baseline_commit(path) -> str:
+    completed = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return completed.stdout.strip() if completed.returncode == 0 else "unknown commit"
 
 
 def commands_for(python, script, cli_exists):
@@ -180,6 +208,7 @@ def commands_for(python, script, cli_exists):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30, help="interleaved runs of each command")
+    parser.add_argument("--baseline", metavar="PATH", help="also time the code of this checkout (cached)")
     arguments = parser.parse_args()
 
     header("start-up: gradcheck quadratic vs python -c 'import click'")
@@ -189,7 +218,7 @@ def main():
         print("  only the library import is timed below. Re-run this script once the CLI has landed.")
 
     with tempfile.TemporaryDirectory(prefix="gradcheck-bench-startup-") as work_directory:
-        modes = environments(work_directory)
+        modes = environments(work_directory, arguments.baseline)
         commands = {mode: commands_for(python, script, cli_exists) for mode, (python, script, _, _) in modes.items()}
         print(f"console script: {modes['cached'][1] or 'none beside this interpreter or on PATH (python -m only)'}")
         for mode, (_, _, environment, _) in modes.items():
@@ -199,26 +228,43 @@ def main():
                     print(f"FAILED: `{label}` [{mode}] exited {completed.returncode}; start-up not measured.")
                     print("  " + "\n  ".join(completed.stderr.strip().splitlines()[-5:]))
                     return 1
+        cpu = {(mode, label): [] for mode in modes for label in commands[mode]}
         contenders = {
-            (mode, label): timed_process(command, modes[mode][2])
+            (mode, label): timed_process(command, modes[mode][2], cpu[mode, label])
             for mode in modes
             for label, command in commands[mode].items()
         }
         started = time.perf_counter()
         timings = interleaved(contenders, arguments.repeats, warmup=2)
         elapsed = time.perf_counter() - started
+        warm = 2  # the warm-up runs' CPU times come first
+        cpu = {key: values[warm:] for key, values in cpu.items()}
         print(
-            f"{arguments.repeats} interleaved runs of each command in each mode; wall time per process, median (range)"
+            f"{arguments.repeats} interleaved runs of each command in each mode; wall time per process, median (range);"
+            " ratios to click of the wall and of the process's CPU time medians"
         )
         width = max(len(label) for labels in commands.values() for label in labels)
         for mode, (_, _, _, explanation) in modes.items():
             print(f"[{mode}] {explanation}")
             click_median = median(timings[mode, "python -c 'import click'"]["wall"])
+            click_cpu = median(cpu[mode, "python -c 'import click'"])
             for label in commands[mode]:
                 values = timings[mode, label]["wall"]
                 ratio = median(values) / click_median
-                goal = f"  {verdict(ratio, GOAL)}" if "quadratic" in label else ""
-                print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f}{goal}")
+                cpu_ratio = median(cpu[mode, label]) / click_cpu
+                goal = ""
+                if "quadratic" in label:
+                    # Each round runs both commands, so the median of per-round ratios cancels slow drifts.
+                    clicks = timings[mode, "python -c 'import click'"]["wall"]
+                    paired = median([one / two for one, two in zip(values, clicks)])
+                    goal = f", paired {paired:.3f}  {verdict(ratio, GOAL)}"
+                print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f} (CPU {cpu_ratio:.3f}){goal}")
+        if "baseline" in modes:
+            for label in ("gradcheck quadratic", "python -m gradcheck_cli quadratic"):
+                if ("cached", label) in timings:
+                    wall = median(timings["cached", label]["wall"]) / median(timings["baseline", label]["wall"])
+                    own = median(cpu["cached", label]) / median(cpu["baseline", label])
+                    print(f"  {label}: this code ÷ the baseline, cached: wall {wall:.3f}, CPU {own:.3f}")
         print(f"(timing took {seconds(elapsed)})")
 
         environment = modes["cached"][2]
