@@ -27,6 +27,7 @@ from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     ArrayMadeReadOnly,
     AtParameter,
+    ParameterChanged,
     DuplicateCoordinate,
     EmptyTensor,
     GradCheckError,
@@ -53,7 +54,7 @@ from .estimator import (
     validate_tolerance,
 )
 from .formatting import rust_list
-from .problem import GradientProblem, reject_shared_memory, selected_names
+from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
 from .records import Record, float_bits
 from .selection import SAMPLERS, select_coordinates
 from .sampling import validate_samples
@@ -66,6 +67,7 @@ from .tensors import (
     plan_coordinates,
     probing_objective,
     sample_tensor_coordinates,
+    write_back,
 )
 from .judge import (
     CONFIRMATION_FACTORS,
@@ -80,6 +82,7 @@ from .judge import (
     judge_primary,
     stencil_gain,
     step_estimate,
+    value_epsilon,
     with_step_sensitivity,
 )
 
@@ -292,9 +295,10 @@ class _Probed:
 class _Objective:
     """The user's objective, called as ``objective(parameters)`` and counted; f(θ) kept."""
 
-    def __init__(self, objective: Callable, parameters: Mapping, checked: list):
+    def __init__(self, objective: Callable, parameters: Mapping, checked: dict):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
         self.checked = checked
+        self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
 
     def __call__(self, _parameters=None):
         self.calls += 1
@@ -303,10 +307,21 @@ class _Objective:
     def center(self) -> float:
         """f(θ) with every array restored, validated and recorded for the purity measurement."""
         value = evaluated_value("center", self())
-        if not all(array.flags.writeable for array in self.checked):
-            raise ArrayMadeReadOnly(role="parameters")
+        self.unchanged()
         self.centers.append(value)
         return value
+
+    def unchanged(self) -> None:
+        """Every checked array is still the one given, writable and bit-identical to the original:
+        else it is restored and the objective's change is a typed error."""
+        for name, array in self.checked.items():
+            if not array.flags.writeable:
+                raise ArrayMadeReadOnly(role="parameters")
+            if self.parameters.get(name) is not array:
+                raise ParameterChanged(parameter=name, change="replaced or removed")
+            if np.array(array, copy=False).tobytes() != self.snapshots[name].tobytes():
+                write_back(array, Ellipsis, self.snapshots[name])
+                raise ParameterChanged(parameter=name, change="modified in place")
 
 
 def check_gradients(
@@ -371,7 +386,7 @@ def check_gradients(
     plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler)
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-    counted = _Objective(objective, parameters, [planned.array for planned in plan])
+    counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     total = sum(len(planned.coordinates) for planned in plan)
     if progress is not None:
         progress(0, total)
@@ -455,20 +470,24 @@ def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> fl
     return kink_tolerance_for_step(step, point, planned.dtype)
 
 
-def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> tuple:
-    """The StepEstimate of one difference, and its chapter-style slope comparison."""
-    kink_tolerance = _kink_tolerance(planned, difference.requested_step, difference.point)
-    slopes = compare_one_sided_slopes(difference, kink_tolerance)
+def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float, scale: float) -> tuple:
+    """The StepEstimate of one difference, and its chapter-style slope comparison.
+
+    ε is the precision f's values carry (float32's for an objective computed in float32).
+    """
+    d = difference
+    kink_tolerance = _kink_tolerance(planned, d.requested_step, d.point)
+    slopes = compare_one_sided_slopes(d, kink_tolerance)
+    values = (d.minus_value, d.center_value, d.plus_value)
+    epsilon = value_epsilon(values, planned.dtype.epsilon)
     estimate = step_estimate(
-        difference.requested_step,
+        d.requested_step,
         analytic,
-        difference.derivative,
-        largest_value=max(abs(difference.minus_value), abs(difference.center_value), abs(difference.plus_value)),
-        epsilon=planned.dtype.epsilon,
+        d.derivative,
+        largest_value=max(abs(value) for value in values),
+        epsilon=epsilon,
         jitter=jitter,
-        gain=stencil_gain(
-            difference.minus_spacing, difference.plus_spacing, difference.left_weight, difference.right_weight
-        ),
+        gain=stencil_gain(d.minus_spacing, d.plus_spacing, d.left_weight, d.right_weight),
         slopes_consistent=slopes.consistent,
     )
     return estimate, slopes
@@ -493,7 +512,7 @@ def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, r
     analytic = coordinate.analytic
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
-        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter)
+        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter, resolution.gradient)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(coordinate.sample.coordinate, error)) from error
     estimates = (primary,)
@@ -501,7 +520,7 @@ def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, r
     if judgement is None:
         more = _confirmation_differences(planned, coordinate, difference, counted)
         estimates = with_step_sensitivity(
-            [primary, *(_coordinate_estimate(planned, other, analytic, jitter)[0] for other in more)]
+            [primary, *(_coordinate_estimate(planned, other, analytic, jitter, resolution.gradient)[0] for other in more)]
         )
         judgement = judge_confirmed(estimates, planned.tolerance, resolution)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
@@ -533,7 +552,8 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
     kink_tolerance = _kink_tolerance(planned, 0.0 if planned.step is None else planned.step, 0.0)
 
     def estimate(probe):
-        return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance)
+        scale = max(resolution.gradient, resolution.change) or 1.0  # all zero: the chapter's floor
+        return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
 
     probes = [item.direction] if item.direction is not None else []
     judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier") if probes else None
@@ -571,8 +591,10 @@ def _resolution(probed: list) -> tuple:
 
 
 def _largest_gradient(item: _Probed) -> float:
-    analytic = float(np.max(np.abs(item.planned.gradient), initial=0.0))
-    return max([analytic] + [abs(difference.derivative) for difference in item.differences])
+    """The largest |analytic| or |numerical| at the checked coordinates (an unchecked entry, maybe
+    wrong, never sets the tolerance of the others)."""
+    analytic = [abs(coordinate.analytic) for coordinate in item.planned.coordinates]
+    return max([0.0] + analytic + [abs(difference.derivative) for difference in item.differences])
 
 
 def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
@@ -768,7 +790,7 @@ def _validated_samples(samples) -> Samples:
 
 def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler) -> _PlannedParameter:
     dtype, gradient = parameter_and_gradient(array, gradient)
-    _all_finite(array, gradient)
+    reject_non_finite(array, gradient)
     if listed is not None:
         selection, requested = "explicit", None
         samples_selected = _explicit_coordinates(listed, array.shape)
@@ -807,17 +829,6 @@ def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kin
         kink_tolerance=kink_tolerance,
         coordinates=planned,
     )
-
-
-def _all_finite(array: np.ndarray, gradient: np.ndarray) -> None:
-    """Every θ and analytic value finite: the directional test moves and weighs every coordinate."""
-    for values, error in ((array, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
-        values = np.asarray(values, dtype=np.float64)
-        finite = np.isfinite(values)
-        if not finite.all():
-            index = tuple(int(i) for i in np.argwhere(~finite)[0])
-            value = float(values[index])
-            raise at_coordinate(index, error(point=value) if error is NonFinitePoint else error(value=value))
 
 
 def _probed_at(planned: _PlannedParameter, step: float) -> _PlannedParameter:

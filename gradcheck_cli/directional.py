@@ -17,7 +17,8 @@ from .errors import ArrayMadeReadOnly, NonFiniteEvaluation
 from .estimator import evaluated_value
 from .records import Record
 from .tensors import write_back
-from .judge import ROUNDING_FACTOR, StepEstimate, step_estimate
+from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree, step_estimate, value_epsilon
+from .splitmix import splitmix64_array
 
 __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
 
@@ -51,10 +52,7 @@ class DirectionalCheck(Record):
 def direction_signs(count: int, seed: int = DIRECTION_SEED) -> np.ndarray:
     """±1.0 for each of ``count`` elements: the top bit of splitmix64(seed + i), platform-independent."""
     with np.errstate(over="ignore"):
-        z = (np.arange(count, dtype=np.uint64) + np.uint64(seed)) * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
+        z = splitmix64_array(np.arange(count, dtype=np.uint64) + np.uint64(seed))
     return np.where(z >> np.uint64(63) == 0, 1.0, -1.0)
 
 
@@ -107,24 +105,17 @@ def probe_direction(
         return None
     with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
         products = analytic * (plus_shift + minus_shift)
-        squares = (products * products).ravel().tolist()
+        # numpy's pairwise sums: their rounding, about log₂N·ε·Σ|a·Δ|, is far inside every bar.
+        dot = float(np.sum(products, dtype=np.float64))
+        norm = math.sqrt(float(np.sum(products * products, dtype=np.float64)))
     return DirectionalProbe(
         multiplier=multiplier,
         minus_value=minus_value,
         plus_value=plus_value,
-        analytic=_sum(products.ravel().tolist()) / (2 * multiplier),
-        scale=math.sqrt(_sum(squares)) / (2 * multiplier),
+        analytic=dot / (2 * multiplier),
+        scale=norm / (2 * multiplier),
         moved=moved,
     )
-
-
-def _sum(values: list) -> float:
-    """math.fsum, or inf/NaN where an addend is (fsum raises on an infinite intermediate)."""
-    try:
-        return math.fsum(values)
-    except (OverflowError, ValueError):
-        with np.errstate(all="ignore"):
-            return float(np.sum(values))
 
 
 def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side: str, evaluate: Callable) -> float:
@@ -141,15 +132,19 @@ def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side:
 
 
 def directional_estimate(
-    probe: DirectionalProbe, center: float, epsilon: float, jitter: float, kink_tolerance: float
+    probe: DirectionalProbe, center: float, epsilon: float, jitter: float, kink_tolerance: float, scale: float
 ) -> StepEstimate:
-    """The probe's StepEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ)."""
+    """The probe's StepEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
+
+    ``scale`` is the largest directional scale of the check, against which the slopes are compared.
+    """
     m = probe.multiplier
     numerical = (probe.plus_value - probe.minus_value) / (2 * m)
     left, right = (center - probe.minus_value) / m, (probe.plus_value - center) / m
     largest = max(abs(probe.minus_value), abs(center), abs(probe.plus_value))
+    epsilon = value_epsilon((probe.minus_value, center, probe.plus_value), epsilon)
     noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
-    consistent = abs(left - right) <= kink_tolerance * max(abs(left), abs(right)) + noise
+    consistent = slopes_agree(left, right, kink_tolerance, max(scale, probe.scale), noise)
     return step_estimate(
         m,
         probe.analytic,

@@ -49,6 +49,7 @@ __all__ = [
     "UnexpectedGradient",
     "InvalidSamples",
     "UnknownSampler",
+    "ParameterChanged",
     "InvalidArgument",
     "TooManySamples",
     "ArrayMadeReadOnly",
@@ -533,6 +534,18 @@ class InvalidSamples(GradCheckError):
 
     def describe(self):
         return f"{self.role} must be {self.expected}, got {self.samples}"
+
+
+class ParameterChanged(GradCheckError):
+    """The objective replaced, removed or modified a parameter array it was handed."""
+
+    fields = ("parameter", "change")
+
+    def describe(self):
+        return (
+            f"parameter {self.parameter!r} was {self.change} by the objective during the check; every "
+            "array was restored, and the objective must leave its parameters as they are"
+        )
 
 
 class UnknownSampler(GradCheckError):

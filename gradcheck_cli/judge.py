@@ -5,6 +5,8 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
+import struct
+
 from dataclasses import dataclass, replace
 
 from typing import Sequence
@@ -80,6 +82,36 @@ class Judgement(Record):
     verdict: str
     decided_at: int
     reason: str
+
+
+def value_epsilon(values, epsilon: float) -> float:
+    """ε of the precision f actually carries: float32's (bfloat16's) when every value is one.
+
+    An objective computed in float32 for float64 parameters returns float32 values; the bar must
+    use their rounding, not the parameters'.
+    """
+    for bits, low_zero, candidate in ((32, 0, 2.0**-23), (32, 16, 2.0**-7)):
+        if candidate <= epsilon:
+            continue
+        try:
+            packed = [struct.unpack("<I", struct.pack("<f", value))[0] for value in values]
+        except OverflowError:
+            return epsilon
+        exact = all(struct.unpack("<f", struct.pack("<I", word))[0] == value for word, value in zip(packed, values))
+        if exact and all(word & ((1 << low_zero) - 1) == 0 for word in packed):
+            epsilon = candidate
+        elif not exact:
+            return epsilon
+    return epsilon
+
+
+def slopes_agree(left: float, right: float, tolerance: float, scale: float, noise: float) -> bool:
+    """The one-sided slopes agree: |left − right| ≤ tolerance·max(|left|, |right|, scale) + noise.
+
+    ``scale`` is the parameter's largest gradient, so that a stationary point (slopes ±curvature·h)
+    is not a kink and a small loss's corner still is; ``noise`` what rounding can put between them.
+    """
+    return abs(left - right) <= tolerance * max(abs(left), abs(right), scale) + noise
 
 
 def stencil_gain(minus_spacing: float, plus_spacing: float, left_weight: float, right_weight: float) -> float:
@@ -173,8 +205,13 @@ def _disagrees(estimate: StepEstimate, tolerance: float) -> bool:
 def judge_primary(
     estimate: StepEstimate, tolerance: float, resolution: Resolution, unit: str = "step"
 ) -> Judgement | None:
-    """The verdict at the first step when it passes there; None when it needs confirmation."""
-    if _passes(estimate, tolerance, resolution):
+    """The verdict at the first step when it passes there; None when it needs confirmation.
+
+    Beside the check's largest gradient (not the parameter's own), values within the bar of zero
+    pass only once confirmed at the other steps, where the bar may be smaller.
+    """
+    own = Resolution(gradient=resolution.gradient, change=0.0)
+    if _passes(estimate, tolerance, own):
         return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, tolerance, unit))
     return None
 
@@ -209,6 +246,17 @@ def _supported(estimates: Sequence[StepEstimate], index: int, tolerance: float) 
     return False
 
 
+def _approaching(estimates: Sequence[StepEstimate]) -> bool:
+    """At the smallest step the gap is less than half that at the original step, beyond their bars:
+    the estimate moves toward the analytic value as h shrinks, as truncation does, not an error."""
+    original = estimates[0]
+    smallest = min(estimates, key=lambda estimate: estimate.step)
+    if smallest.step >= original.step:
+        return False
+    gap = abs(smallest.analytic - smallest.numerical) + smallest.error_bar.rounding + smallest.error_bar.jitter
+    return gap < 0.5 * abs(original.analytic - original.numerical)
+
+
 def judge_confirmed(
     estimates: Sequence[StepEstimate], tolerance: float, resolution: Resolution, unit: str = "step"
 ) -> Judgement:
@@ -222,17 +270,26 @@ def judge_confirmed(
     one-sided slopes it is a suspected kink; otherwise the evidence cannot decide.
     """
     best = min(range(len(estimates)), key=lambda index: (estimates[index].error_bar.total, index))
+    own = Resolution(gradient=resolution.gradient, change=0.0)
     passing = [
         index
         for index, estimate in enumerate(estimates)
-        if _passes(estimate, tolerance, resolution) and _supported(estimates, index, tolerance)
+        if _passes(estimate, tolerance, resolution if index == best else own)
+        and _supported(estimates, index, tolerance)
     ]
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
         return Judgement(verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], tolerance, unit))
     persisting = [index for index, estimate in enumerate(estimates) if _disagrees(estimate, tolerance)]
-    if best in persisting and len(persisting) >= 2:
+    if best in persisting and len(persisting) >= 2 and not _approaching(estimates):
         return Judgement(verdict=FAILED, decided_at=best, reason=_disagreement(estimates, best, tolerance, unit))
+    if _approaching(estimates) and any(estimate.slopes_consistent for estimate in estimates):
+        return Judgement(
+            verdict=INCONCLUSIVE,
+            decided_at=best,
+            reason=f"the estimate approaches the analytic value as the {unit} shrinks (curvature too large "
+            "for these steps): try a smaller step (--step)",
+        )
     if not any(estimate.slopes_consistent for estimate in estimates):
         return Judgement(
             verdict=KINK,

@@ -56,6 +56,7 @@ __all__ = [
     "selected_names",
     "reject_shared_memory",
     "validated_whole_gradients",
+    "reject_non_finite",
 ]
 
 
@@ -181,8 +182,7 @@ def validated_whole_gradients(problem: GradientProblem, names) -> dict:
     for name in names:
         try:
             _, gradient = parameter_and_gradient(problem.parameters[name], problem.gradients[name])
-            _reject_non_finite(problem.parameters[name], lambda value: NonFinitePoint(point=value))
-            _reject_non_finite(gradient, lambda value: NonFiniteAnalyticGradient(value=value))
+            reject_non_finite(problem.parameters[name], gradient)
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
         gradients[name] = gradient
@@ -190,12 +190,17 @@ def validated_whole_gradients(problem: GradientProblem, names) -> dict:
     return gradients
 
 
-def _reject_non_finite(values: np.ndarray, error) -> None:
-    values = values.astype(np.float64)
-    finite = np.isfinite(values)
-    if not finite.all():
-        index = tuple(int(i) for i in np.argwhere(~finite)[0])
-        raise AtCoordinate(coordinate=list(index), source=error(float(values[index])))
+def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
+    """Every θ and analytic value finite (what moving a whole array needs), else the first non-finite
+    one as NonFinitePoint or NonFiniteAnalyticGradient wrapped in AtCoordinate."""
+    for values, error in ((parameters, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
+        values = np.asarray(values, dtype=np.float64)
+        finite = np.isfinite(values)
+        if not finite.all():
+            index = tuple(int(i) for i in np.argwhere(~finite)[0])
+            value = float(values[index])
+            source = error(point=value) if error is NonFinitePoint else error(value=value)
+            raise AtCoordinate(coordinate=list(index), source=source)
 
 
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)

@@ -332,7 +332,7 @@ def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_li
         "the one-sided slopes disagree at every step tried"
     )
     assert output[-1] == (
-        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=22 verdict=inconclusive '
+        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=18 verdict=inconclusive '
         "pass=false"
     )
 

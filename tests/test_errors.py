@@ -59,6 +59,11 @@ EXAMPLES = [
     (errors.TooFewAcceptedSteps(accepted=1, requested=3), "step advice needs at least two accepted steps with distinct actual spacings, got 1 of 3 requested steps"),
     (errors.UnrepresentablePoint(point=0.1, dtype="float32", nearest=0.10000000149011612), "gradient-check point 0.1 is not representable in float32 (nearest 0.10000000149011612)"),
     (errors.UnknownParameter(name="v", available=["x", "w"]), "parameter 'v' is not one of the problem's parameters ['x', 'w']"),
+    (
+        errors.ParameterChanged(parameter="x", change="modified in place"),
+        "parameter 'x' was modified in place by the objective during the check; every array was restored, "
+        "and the objective must leave its parameters as they are",
+    ),
     (errors.UnknownSampler(sampler="'random'", available=["structured", "chapter"]), "sampler 'random' is not one of structured, chapter"),
     (errors.MissingGradient(name="w"), "the problem has no analytic gradient for parameter 'w'"),
     (errors.NoParameters(), "the problem has no parameters to perturb"),

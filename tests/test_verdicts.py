@@ -256,7 +256,10 @@ def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
     # Beside the parameter's own largest gradient, or the check's: 1e-12 is within 1e-6 of 1.
     assert judge_primary(tiny, 1e-6, Resolution(gradient=1.0, change=0.0)).verdict == PASSED
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=0.0, change=1.0)).verdict == PASSED
+    # Beside the check's largest gradient only once confirmed, at the estimate with the smallest bar.
+    assert judge_primary(tiny, 1e-6, Resolution(gradient=0.0, change=1.0)) is None
+    confirmed = with_step_sensitivity([tiny, _estimate(2e-13, analytic=0.0, bar=1e-12, step=1e-6)])
+    assert judge_confirmed(confirmed, 1e-6, Resolution(gradient=0.0, change=1.0)).verdict == PASSED
     # Not when every gradient is that small: nothing is resolved.
     assert judge_primary(tiny, 1e-6, Resolution(gradient=1e-9, change=1e-9)) is None
     # A small gradient agrees when even its worst case, gap plus bar, is within the tolerance of the
@@ -265,3 +268,66 @@ def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     small = _estimate(1.0e-9, analytic=1.0005e-9, bar=1e-12)  # relative error 5e-4, gap 5e-13
     assert judge_primary(small, 1e-6, Resolution(gradient=1.0, change=1.0)).verdict == PASSED
     assert judge_primary(small, 1e-6, Resolution(gradient=1e-9, change=1.0)) is None
+
+
+def test_an_objective_computed_in_float32_does_not_fail_correct_float64_gradients():
+    # f carries float32's precision although the parameters are float64: the bars use float32's ε.
+    failed = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        weights, inputs = rng.standard_normal((4, 3)), rng.standard_normal((8, 4))
+
+        def objective(parameters):
+            outputs = np.tanh(inputs.astype(np.float32) @ parameters["W"].astype(np.float32))
+            return float(np.sum(outputs * outputs))
+
+        outputs = np.tanh(inputs @ weights)
+        gradient = inputs.T @ (2 * outputs * (1 - outputs**2))
+        failed += check_gradients(objective, {"W": weights}, {"W": gradient}).verdict == FAILED
+    assert failed == 0
+
+
+def test_a_zero_initialised_bias_at_a_stationary_point_passes_its_directional_test():
+    parameters = {"w": np.linspace(0.5, 2.0, 8), "b": np.zeros(8)}
+
+    def objective(current):
+        return float(np.sum(current["w"] ** 2) + np.sum(np.cos(current["b"])))
+
+    report = check_gradients(objective, parameters, {"w": 2 * parameters["w"], "b": -np.sin(parameters["b"])})
+    assert report.verdict == PASSED and report.parameter("b").directional.verdict == PASSED
+
+
+def test_strong_curvature_the_estimate_approaches_is_not_failed():
+    x = np.zeros(1, dtype=np.float32)  # sin(1000x): far outside the Taylor regime at float32's step
+    report = check_gradients(lambda p: float(np.sin(1000.0 * p["x"][0])), {"x": x}, {"x": np.array([1000.0])})
+    record = report.parameters[0].checks[0]
+    assert record.verdict == INCONCLUSIVE and "approaches the analytic value" in record.reason
+
+
+def test_an_unchecked_absurd_entry_does_not_set_the_tolerance_of_the_others():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=64)
+    wrong = 1.5 * 2 * x
+    wrong[37] = 1e7  # never sampled by the chapter's offsets for 4 samples
+    report = check_gradients(lambda p: float(np.sum(p["x"] ** 2)), {"x": x}, {"x": wrong}, sampler="chapter", samples=4)
+    assert all(record.verdict == FAILED for record in report.parameters[0].checks)
+
+
+@pytest.mark.parametrize("change", ["in place", "rebound"])
+def test_an_objective_that_changes_its_parameters_is_refused_and_restored(change):
+    from gradcheck_cli.errors import ParameterChanged
+
+    x = np.linspace(-2.0, 2.0, 9)
+    before = x.tobytes()
+    parameters = {"x": x}
+
+    def objective(current):
+        if change == "in place":
+            np.clip(current["x"], -0.9, 0.9, out=current["x"])
+        else:
+            current["x"] = current["x"] * 1.0
+        return float(np.sum(current["x"] ** 2))
+
+    with pytest.raises(ParameterChanged, match="'x' was (modified in place|replaced or removed)"):
+        check_gradients(objective, parameters, {"x": 2 * x})
+    assert x.tobytes() == before

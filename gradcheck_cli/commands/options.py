@@ -283,7 +283,8 @@ def _torch_code(returned, reference: str):
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # the user's function or loss, in the analytic pass
-        raise ObjectiveRaised(reference=reference.removesuffix("()"), error=exception_line(error)) from error
+        error_line = exception_line(error) + user_location(error)
+        raise ObjectiveRaised(reference=reference.removesuffix("()"), error=error_line) from error
 
 
 PROBLEM_HELP = (
@@ -293,7 +294,7 @@ PROBLEM_HELP = (
     "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md)."
 )
 #: The errors that carry an exception of the user's code as their cause.
-_USER_RAISED = (ProblemFunctionRaised, ProblemImportFailed)
+_USER_RAISED = (ProblemFunctionRaised, ProblemImportFailed, ObjectiveRaised)
 
 TRACEBACK_OPTION = click.option(
     "--traceback",
