@@ -54,7 +54,10 @@ python:
 run: $(STAMP)
 	$(PY) -m gradcheck_cli demo
 
+# Lint and format first (ruff, configured in pyproject.toml), then the whole test suite.
 test: $(STAMP)
+	$(PY) -m ruff check --quiet .
+	$(PY) -m ruff format --check --quiet .
 	$(PY) -m pytest -q
 
 # Rewrite every case in fixtures/golden/ from the current code; review `git diff fixtures/golden` after.

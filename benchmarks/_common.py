@@ -6,6 +6,7 @@ interleaved (the order rotates every round, so drift hits every contender
 alike), and reports medians and their ratios. Nothing here asserts a time.
 """
 
+import contextlib
 import os
 import platform
 import shlex
@@ -81,10 +82,8 @@ def machine_line(**versions) -> str:
 def reproduce_line() -> str:
     """The command that reproduces this run, from the repository root."""
     script = Path(sys.argv[0]).resolve()
-    try:
+    with contextlib.suppress(ValueError):
         script = script.relative_to(REPOSITORY)
-    except ValueError:
-        pass
     return "reproduce: " + shlex.join(["python", str(script), *sys.argv[1:]])
 
 

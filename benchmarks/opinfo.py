@@ -140,7 +140,9 @@ def report_outcome(report) -> dict:
         "checked_flat_indices": checked,
         "failures": failures,
         "impurities": impurities,
-        "directional": {check.name: getattr(getattr(check, "directional", None), "verdict", None) for check in report.parameters},
+        "directional": {
+            check.name: getattr(getattr(check, "directional", None), "verdict", None) for check in report.parameters
+        },
         "diagnosis": {
             check.name: check.diagnosis.kind for check in report.parameters if getattr(check, "diagnosis", None)
         },

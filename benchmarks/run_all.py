@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
-SCRIPTS = ("startup.py", "overhead.py", "evaluations.py", "scale.py", "peers.py", "torch_peers.py", "taylor_localization.py")
+SCRIPTS = (
+    "startup.py",
+    "overhead.py",
+    "evaluations.py",
+    "scale.py",
+    "peers.py",
+    "torch_peers.py",
+    "taylor_localization.py",
+)
 
 
 def main():

@@ -20,7 +20,8 @@ precision float32 cannot give. Both fail gradients that are right.
 import sys
 
 import numpy as np
-from mlp import build, main as check_and_print
+from mlp import build
+from mlp import main as check_and_print
 
 from gradcheck_cli import check_problem, probe_dtype
 

@@ -15,9 +15,9 @@ objects load it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
 
 from .dtypes import dtype_perturbations, probe_dtype
 from .errors import (

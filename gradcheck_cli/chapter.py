@@ -47,6 +47,7 @@ TENSOR_SAMPLES = 4
 COLLAPSED_POINT = 1.0
 COLLAPSED_STEP = 1.0e-20
 
+
 def quadratic(point: float) -> float:
     """q(θ) = θ²."""
     return point * point

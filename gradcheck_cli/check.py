@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 
@@ -27,16 +26,14 @@ from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     ArrayMadeReadOnly,
     AtParameter,
-    ParameterChanged,
     DuplicateCoordinate,
     EmptyTensor,
     GradCheckError,
     InvalidCoordinate,
     InvalidParameterName,
-    NonFiniteAnalyticGradient,
-    NonFinitePoint,
     NotAMapping,
     NotCallable,
+    ParameterChanged,
     UnexpectedGradient,
     UnknownParameter,
     UnknownSampler,
@@ -54,10 +51,25 @@ from .estimator import (
     validate_tolerance,
 )
 from .formatting import rust_list
+from .judge import (
+    CONFIRMATION_FACTORS,
+    FAILED,
+    INCONCLUSIVE,
+    KINK,
+    PASSED,
+    Judgement,
+    Resolution,
+    judge_confirmed,
+    judge_primary,
+    stencil_gain,
+    step_estimate,
+    value_epsilon,
+    with_step_sensitivity,
+)
 from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
 from .records import Record, float_bits
-from .selection import SAMPLERS, select_coordinates
 from .sampling import validate_samples
+from .selection import SAMPLERS, select_coordinates
 from .tensors import (
     SampledCoordinate,
     at_coordinate,
@@ -68,22 +80,6 @@ from .tensors import (
     probing_objective,
     sample_tensor_coordinates,
     write_back,
-)
-from .judge import (
-    CONFIRMATION_FACTORS,
-    FAILED,
-    INCONCLUSIVE,
-    KINK,
-    PASSED,
-    Judgement,
-    Resolution,
-    StepEstimate,
-    judge_confirmed,
-    judge_primary,
-    stencil_gain,
-    step_estimate,
-    value_epsilon,
-    with_step_sensitivity,
 )
 
 __all__ = [
@@ -110,7 +106,7 @@ AUTO_STEP = "auto"
 #: f(θ) varying by more than JITTER_LIMIT·ε·|f| between calls is not rounding jitter: no pass.
 JITTER_LIMIT = 256.0
 
-Samples = Union[int, str]
+Samples = int | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +196,15 @@ class ParameterCheck(Record):
     dtype: str
     shape: tuple
     selection: str
-    requested_samples: Optional[int]
-    step: Optional[float]
+    requested_samples: int | None
+    step: float | None
     tolerance: float
-    kink_tolerance: Optional[float]
+    kink_tolerance: float | None
     verdict: str
     passed: bool
     checks: tuple
     directional: DirectionalCheck
-    diagnosis: Optional[Diagnosis]
+    diagnosis: Diagnosis | None
 
 
 @dataclass(frozen=True)
@@ -244,9 +240,9 @@ class GradientCheckReport(Record):
     failing_parameters: tuple
     purity: PurityVerdict
     parameters: tuple
-    step_advice: Optional[ProblemStepAdvice]
+    step_advice: ProblemStepAdvice | None
     evaluations: int
-    diagnosis: Optional[Diagnosis]
+    diagnosis: Diagnosis | None
 
     def parameter(self, name: str) -> ParameterCheck:
         """The :class:`ParameterCheck` named ``name``."""
@@ -274,10 +270,10 @@ class _PlannedParameter:
     gradient: np.ndarray
     dtype: ProbeDtype
     selection: str
-    requested_samples: Optional[int]
-    step: Union[None, float, str]
+    requested_samples: int | None
+    step: None | float | str
     tolerance: float
-    kink_tolerance: Optional[float]
+    kink_tolerance: float | None
     coordinates: tuple
 
 
@@ -330,13 +326,13 @@ def check_gradients(
     gradients: Mapping,
     *,
     samples: Samples = DEFAULT_SAMPLES,
-    step: Union[None, float, str, Mapping] = None,
-    tolerance: Optional[float] = None,
-    kink_tolerance: Union[None, float, Mapping] = None,
-    coordinates: Optional[Mapping] = None,
-    names: Optional[Iterable[str]] = None,
+    step: None | float | str | Mapping = None,
+    tolerance: float | None = None,
+    kink_tolerance: None | float | Mapping = None,
+    coordinates: Mapping | None = None,
+    names: Iterable[str] | None = None,
     sampler: str = "structured",
-    progress: Optional[Callable[[int, int], None]] = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> GradientCheckReport:
     """Check named parameter arrays against their analytic gradients.
 
@@ -383,7 +379,9 @@ def check_gradients(
         non-finite or non-scalar objective value at a coordinate's step. Exceptions raised by
         the objective propagate unchanged, with every array restored.
     """
-    plan = _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler)
+    plan = _plan(
+        objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
+    )
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
@@ -508,7 +506,9 @@ def _confirmation_differences(planned, coordinate, difference: CentralDifference
     return differences
 
 
-def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, resolution: Resolution) -> CoordinateCheck:
+def _judge_coordinate(
+    planned, coordinate, difference, counted, jitter: float, resolution: Resolution
+) -> CoordinateCheck:
     analytic = coordinate.analytic
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
@@ -520,7 +520,10 @@ def _judge_coordinate(planned, coordinate, difference, counted, jitter: float, r
     if judgement is None:
         more = _confirmation_differences(planned, coordinate, difference, counted)
         estimates = with_step_sensitivity(
-            [primary, *(_coordinate_estimate(planned, other, analytic, jitter, resolution.gradient)[0] for other in more)]
+            [
+                primary,
+                *(_coordinate_estimate(planned, other, analytic, jitter, resolution.gradient)[0] for other in more),
+            ]
         )
         judgement = judge_confirmed(estimates, planned.tolerance, resolution)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
@@ -711,7 +714,9 @@ def _is_auto(step) -> bool:
 # validates the probes at the advised steps after the advice and before the first checked coordinate.
 
 
-def _plan(objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler) -> list:
+def _plan(
+    objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
+) -> list:
     if not callable(objective):
         raise NotCallable(role="objective", type_name=type(objective).__name__)
     _validate_mapping("parameters", "arrays", parameters)
@@ -788,7 +793,9 @@ def _validated_samples(samples) -> Samples:
     return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
 
 
-def _plan_parameter(name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler) -> _PlannedParameter:
+def _plan_parameter(
+    name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler
+) -> _PlannedParameter:
     dtype, gradient = parameter_and_gradient(array, gradient)
     reject_non_finite(array, gradient)
     if listed is not None:

@@ -171,8 +171,7 @@ def output_options(command):
         is_eager=True,
         expose_value=False,
         callback=_choose_format,
-        help="text (the default): chapter-style key=value lines; json: one strict JSON document; "
-        "table: rich tables.",
+        help="text (the default): chapter-style key=value lines; json: one strict JSON document; table: rich tables.",
     )(with_output_format)
 
 

@@ -7,8 +7,8 @@ docs/method.md ("Diagnosis").
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -28,8 +28,8 @@ class Diagnosis(Record):
     """The kind of bug, its factor (``scale``, ``sign``) or place (``localized``), in one sentence."""
 
     kind: str
-    factor: Optional[float]
-    where: Optional[str]
+    factor: float | None
+    where: str | None
     message: str
 
 
@@ -42,7 +42,7 @@ def _resolved(estimate) -> bool:
     return abs(estimate.numerical) > 2 * estimate.error_bar.total
 
 
-def _common_ratio(estimates: Sequence) -> Optional[float]:
+def _common_ratio(estimates: Sequence) -> float | None:
     """The ratio analytic/numerical shared by every estimate (within RATIO_SPREAD), else None."""
     if not estimates or not all(_resolved(estimate) for estimate in estimates):
         return None
@@ -87,7 +87,7 @@ def _axis_name(rank: int, axis: int, index: int) -> str:
     return f"index {index} of axis {axis}"
 
 
-def _confined(failing: list, passing: list, rank: int) -> Optional[str]:
+def _confined(failing: list, passing: list, rank: int) -> str | None:
     """Where the failures are confined to, when coordinates elsewhere pass and none there does."""
     if not passing:
         return None
@@ -117,7 +117,7 @@ def _transposed(failing: list, gradient: np.ndarray) -> bool:
     return True
 
 
-def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> Optional[Diagnosis]:
+def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> Diagnosis | None:
     """The Diagnosis of one parameter's CoordinateChecks and DirectionalCheck; None when nothing failed.
 
     ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
@@ -184,7 +184,7 @@ def _ratio_diagnosis(factor: float) -> Diagnosis:
     return Diagnosis(kind="scale", factor=factor, where=None, message=_scale_message(factor))
 
 
-def diagnose_report(diagnoses: Sequence[Optional[Diagnosis]]) -> Optional[Diagnosis]:
+def diagnose_report(diagnoses: Sequence[Diagnosis | None]) -> Diagnosis | None:
     """One diagnosis for the report when every failing parameter is off by the same factor."""
     found = [diagnosis for diagnosis in diagnoses if diagnosis is not None]
     if len(found) < 2 or any(diagnosis.kind not in ("scale", "sign") for diagnosis in found):

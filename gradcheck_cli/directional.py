@@ -6,19 +6,18 @@ docs/method.md ("The directional test").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ArrayMadeReadOnly, NonFiniteEvaluation
 from .estimator import evaluated_value
-from .records import Record
-from .tensors import write_back
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree, step_estimate, value_epsilon
+from .records import Record
 from .splitmix import splitmix64_array
+from .tensors import write_back
 
 __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
 
@@ -76,7 +75,7 @@ def probe_direction(
     multiplier: float,
     evaluate: Callable[[], float],
     required: bool = False,
-) -> Optional[DirectionalProbe]:
+) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·displacement; None when those probes are unusable.
 
     ``original`` is a float64 copy of ``array``'s values; ``array`` is restored from its own

@@ -624,8 +624,7 @@ class SharedParameterMemory(GradCheckError):
 
     def describe(self):
         return (
-            f"parameters {self.first!r} and {self.second!r} share memory; "
-            "perturbing one coordinate would perturb both"
+            f"parameters {self.first!r} and {self.second!r} share memory; perturbing one coordinate would perturb both"
         )
 
 

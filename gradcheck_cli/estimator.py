@@ -8,8 +8,8 @@ computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .errors import (
     CollapsedStep,
@@ -135,7 +135,9 @@ def real_number(value, argument: str, expected: str) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise InvalidArgument(argument=argument, value=short_repr(value), expected=expected + " within float range") from None
+        raise InvalidArgument(
+            argument=argument, value=short_repr(value), expected=expected + " within float range"
+        ) from None
     except (TypeError, ValueError):
         raise InvalidArgument(argument=argument, value=short_repr(value), expected=expected) from None
 
@@ -159,7 +161,9 @@ def validate_steps(steps: Sequence[float], argument: str = "steps") -> tuple:
     both walk from the largest step down.
     """
     if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
-        raise InvalidArgument(argument=argument, value=short_repr(steps), expected="a sequence of positive finite numbers")
+        raise InvalidArgument(
+            argument=argument, value=short_repr(steps), expected="a sequence of positive finite numbers"
+        )
     steps = tuple(validate_step(step, argument) for step in steps)
     if len(steps) < 2 or any(later >= earlier for earlier, later in zip(steps, steps[1:])):
         raise InvalidStepSequence(steps=list(steps))

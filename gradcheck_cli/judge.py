@@ -6,10 +6,8 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 from __future__ import annotations
 
 import struct
-
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-
-from typing import Sequence
 
 from .records import Record
 
@@ -90,7 +88,7 @@ def value_epsilon(values, epsilon: float) -> float:
     An objective computed in float32 for float64 parameters returns float32 values; the bar must
     use their rounding, not the parameters'.
     """
-    for bits, low_zero, candidate in ((32, 0, 2.0**-23), (32, 16, 2.0**-7)):
+    for low_zero, candidate in ((0, 2.0**-23), (16, 2.0**-7)):  # float32, then bfloat16 (its top 16 bits)
         if candidate <= epsilon:
             continue
         try:
@@ -330,7 +328,10 @@ def _disagreement(estimates: Sequence[StepEstimate], best: int, tolerance: float
 
 
 _REMEDIES = {
-    "rounding": ("the rounding of f", "decide it in float64, at a larger step (--step), or with a smaller |f| (subtract a constant from the loss)"),
+    "rounding": (
+        "the rounding of f",
+        "decide it in float64, at a larger step (--step), or with a smaller |f| (subtract a constant from the loss)",
+    ),
     "jitter": ("the objective's nondeterminism (f(θ) varies between calls)", "make the objective deterministic"),
     "step": ("how far the estimate moves between steps", "try another step (--step)"),
 }

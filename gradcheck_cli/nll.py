@@ -11,8 +11,8 @@ arithmetic and libm's exponential, numpy storage, and row-major indexing.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

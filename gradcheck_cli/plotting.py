@@ -98,7 +98,9 @@ def _shade_regimes(axes, steps, regimes):
     for rank, index in enumerate(order):
         below = logs[rank - 1] if rank > 0 else None
         above = logs[rank + 1] if rank + 1 < len(order) else None
-        half_below = (logs[rank] - below) / 2 if below is not None else ((above - logs[rank]) / 2 if above is not None else 0.5)
+        half_below = (
+            (logs[rank] - below) / 2 if below is not None else ((above - logs[rank]) / 2 if above is not None else 0.5)
+        )
         half_above = (above - logs[rank]) / 2 if above is not None else half_below
         regime = regimes[index]
         axes.axvspan(
@@ -159,7 +161,9 @@ def scan_figure(records=(), advice=None):
             axes.axhline(tolerance, color="#444444", linestyle="--", linewidth=1.0, label="tolerance", gid="tolerance")
     elif advice is not None:
         _shade_regimes(
-            axes, [estimate.requested_step for estimate in advice.estimates], [estimate.regime for estimate in advice.estimates]
+            axes,
+            [estimate.requested_step for estimate in advice.estimates],
+            [estimate.regime for estimate in advice.estimates],
         )
 
     if advice is not None:
@@ -178,7 +182,9 @@ def _draw_advice(axes, advice) -> None:
     steps = [estimate.requested_step for estimate in advice.estimates]
     scales = [max(1.0, abs(estimate.difference.derivative)) for estimate in advice.estimates]
     xs, ys = _positive(steps, [estimate.scaled_estimated_error for estimate in advice.estimates])
-    axes.plot(xs, ys, marker=".", linestyle="-", color="#b35806", label="estimated error (no analytic)", gid="estimated-error")
+    axes.plot(
+        xs, ys, marker=".", linestyle="-", color="#b35806", label="estimated error (no analytic)", gid="estimated-error"
+    )
     xs, ys = _positive(steps, [estimate.rounding_floor / scale for estimate, scale in zip(advice.estimates, scales)])
     axes.plot(xs, ys, linestyle=":", color="#7f7f7f", label="rounding floor ε|f|/h", gid="rounding-floor")
     axes.axvline(advice.advised_step, color="#1b9e77", linewidth=1.5, label="advised step", gid="advised-step")
@@ -217,12 +223,28 @@ def taylor_figure(result):
     axes.plot(xs, ys, marker="o", markersize=4, color="#1f3b73", label="remainder |R(h)|", gid="remainder")
     fitted = [point for point in evaluated if point.in_fit]
     fx, fy = _positive([point.step for point in fitted], [point.absolute_remainder for point in fitted])
-    axes.plot(fx, fy, marker="o", markersize=8, linestyle="none", markerfacecolor="none", color="#d95f02",
-              label=f"fitted window (order {result.order:.2f})", gid="fit-window")
+    axes.plot(
+        fx,
+        fy,
+        marker="o",
+        markersize=8,
+        linestyle="none",
+        markerfacecolor="none",
+        color="#d95f02",
+        label=f"fitted window (order {result.order:.2f})",
+        gid="fit-window",
+    )
     tx, ty = _positive(
         [point.step for point in evaluated], [result.rounding_margin * point.rounding_floor for point in evaluated]
     )
-    axes.plot(tx, ty, linestyle="--", color="#7f7f7f", label=f"{result.rounding_margin:g}× rounding floor", gid="rounding-threshold")
+    axes.plot(
+        tx,
+        ty,
+        linestyle="--",
+        color="#7f7f7f",
+        label=f"{result.rounding_margin:g}× rounding floor",
+        gid="rounding-threshold",
+    )
 
     anchors = fitted or [point for point in evaluated if point.usable] or evaluated
     anchors = [point for point in anchors if _loggable(point.absolute_remainder)]

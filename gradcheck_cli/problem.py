@@ -15,10 +15,10 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Callable, Mapping
 from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Optional
 
 import numpy as np
 
@@ -147,7 +147,9 @@ def _wanted_names(names) -> list:
         raise InvalidArgument(argument="names", value=short_repr(names), expected=expected) from None
     for name in wanted:
         if not isinstance(name, str):
-            raise InvalidArgument(argument="names", value=f"{short_repr(wanted)} holding {short_repr(name)}", expected=expected)
+            raise InvalidArgument(
+                argument="names", value=f"{short_repr(wanted)} holding {short_repr(name)}", expected=expected
+            )
         parameter_name(name)
     return wanted
 
@@ -216,7 +218,7 @@ def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
         return True
 
 
-def load_problem(reference: str, adapt: Optional[Callable] = None) -> GradientProblem:
+def load_problem(reference: str, adapt: Callable | None = None) -> GradientProblem:
     """Load a problem from ``FILE.py:FUNCTION`` or ``package.module:FUNCTION``.
 
     The function takes no arguments and returns a :class:`GradientProblem`
@@ -255,7 +257,9 @@ def load_problem(reference: str, adapt: Optional[Callable] = None) -> GradientPr
         except KeyboardInterrupt:
             raise
         except BaseException as error:  # SystemExit, GeneratorExit, the user's own BaseException subclasses
-            raise ProblemFunctionRaised(reference=reference, error=exception_line(error) + user_location(error)) from error
+            raise ProblemFunctionRaised(
+                reference=reference, error=exception_line(error) + user_location(error)
+            ) from error
         if adapt is not None:
             returned = adapt(returned, f"{reference}()")
     return as_problem(returned, f"{reference}()")
@@ -318,7 +322,6 @@ def _import_module(source: str):
         raise
     except BaseException as error:
         raise ProblemImportFailed(source=source, error=exception_line(error) + user_location(error)) from error
-
 
 
 def _described(value) -> str:

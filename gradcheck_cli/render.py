@@ -22,7 +22,8 @@ import codecs
 import contextlib
 import os
 import sys
-from typing import Callable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
 from .records import json_ready

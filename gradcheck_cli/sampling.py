@@ -6,11 +6,12 @@ larger than memory, and ``gradcheck sample`` starts without importing numpy.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from .errors import EmptyTensor, InvalidSamples, InvalidShape, ShapeOverflow, TooManySamples, ZeroSamples
 from .records import Record
@@ -66,7 +67,7 @@ def validate_samples(samples, role: str = "requested samples", expected: str = "
     return count
 
 
-def available_memory() -> Optional[int]:
+def available_memory() -> int | None:
     """Bytes this process may still allocate, or None where that cannot be told.
 
     The kernel's MemAvailable (else the free physical pages), and, when an
@@ -79,10 +80,8 @@ def available_memory() -> Optional[int]:
     except (OSError, ValueError, IndexError):
         pass
     if not limits:
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             limits.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (AttributeError, OSError, ValueError):
-            pass
     try:
         import resource
 

@@ -22,8 +22,8 @@ needs only the records themselves, so it works at any point and step list:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
 from .errors import GradCheckError, NonFiniteAnalyticGradient, NonFinitePoint
 from .estimator import ScalarGradientCheck, real_number, scalar_gradient_check, validate_step, validate_tolerance
@@ -45,8 +45,8 @@ class StepScanRecord(Record):
 
     regime: str
     requested_step: float
-    check: Optional[ScalarGradientCheck]
-    error: Optional[GradCheckError]
+    check: ScalarGradientCheck | None
+    error: GradCheckError | None
 
 
 def error_regimes(steps: Sequence[float], scaled_errors: Sequence[float], passed: Sequence[bool]) -> list:

@@ -126,8 +126,7 @@ def _difference_table(title: str, difference):
         "center",
         "plus",
         caption=(
-            f"requested h = {rust_debug(d.requested_step)} · stencil {d.stencil} · "
-            f"numerical {_short(d.derivative)}"
+            f"requested h = {rust_debug(d.requested_step)} · stencil {d.stencil} · numerical {_short(d.derivative)}"
         ),
     )
     table.add_row("probe θ", rust_debug(d.minus_point), rust_debug(d.point), rust_debug(d.plus_point))
@@ -154,9 +153,7 @@ def _candidates_table(labels, checks):
 
 
 def quadratic(checks, labels):
-    return _group(
-        _difference_table("Quadratic q(θ) = θ²", checks[0].difference), _candidates_table(labels, checks)
-    )
+    return _group(_difference_table("Quadratic q(θ) = θ²", checks[0].difference), _candidates_table(labels, checks))
 
 
 def scalar(title, check):
@@ -313,7 +310,10 @@ def _parameter_table(parameter):
 
 
 def check(report):
-    summary = _text(("✓ " if report.passed else f"✗ {report.verdict}: ") + check_summary(report), "bold " + ("green" if report.passed else "red"))
+    summary = _text(
+        ("✓ " if report.passed else f"✗ {report.verdict}: ") + check_summary(report),
+        "bold " + ("green" if report.passed else "red"),
+    )
     notes = [_text(f"Purity: {report.purity.message}.", "bold red" if report.purity.stateful else None)]
     advice = [] if report.step_advice is None else [_problem_step_advice_table(report.step_advice)]
     return _group(*advice, *(_parameter_table(parameter) for parameter in report.parameters), *notes, summary)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping, Sequence
 from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -34,8 +34,8 @@ from .estimator import real_scalar, validate_steps
 from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
-from .tensors import write_back
 from .splitmix import MASK64, splitmix64, splitmix64_array
+from .tensors import write_back
 
 __all__ = [
     "PASS_ORDER",
@@ -62,6 +62,7 @@ FIT_POINTS = 5
 MIN_FIT_POINTS = 3
 #: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
 DEFAULT_SEED = TAYLOR_SEED
+
 
 def _fnv1a64(text: str) -> int:
     value = 0xCBF29CE484222325

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 
@@ -102,8 +102,8 @@ class PlannedCoordinate(Record):
     sample: SampledCoordinate
     point: float
     analytic: float
-    step: Optional[float]
-    geometry: Optional[ProbeGeometry]
+    step: float | None
+    geometry: ProbeGeometry | None
 
 
 def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
@@ -173,7 +173,7 @@ def plan_coordinates(
     gradient: np.ndarray,
     samples,
     dtype: ProbeDtype,
-    step: Optional[float] = None,
+    step: float | None = None,
     *,
     probes: bool = True,
 ) -> tuple:

@@ -19,7 +19,7 @@ Plain text only: this module never imports rich.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Optional
+from collections.abc import Callable, Iterable, Mapping
 
 from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
 from .formatting import rust_list
@@ -40,11 +40,11 @@ def assert_gradients_match(
     gradients: Mapping,
     *,
     samples: Samples = DEFAULT_SAMPLES,
-    step: Optional[float] = None,
-    tolerance: Optional[float] = None,
-    kink_tolerance: Optional[float] = None,
-    coordinates: Optional[Mapping] = None,
-    names: Optional[Iterable[str]] = None,
+    step: float | None = None,
+    tolerance: float | None = None,
+    kink_tolerance: float | None = None,
+    coordinates: Mapping | None = None,
+    names: Iterable[str] | None = None,
     sampler: str = "structured",
 ) -> GradientCheckReport:
     """Run :func:`~gradcheck_cli.check.check_gradients`; raise AssertionError unless it passed.

@@ -68,7 +68,9 @@ def _float32(function):
 
 
 def _difference(point, step, evaluate, dtype):
-    geometry = perturbations(point, step) if dtype == "float64" else dtype_perturbations(point, step, probe_dtype(dtype))
+    geometry = (
+        perturbations(point, step) if dtype == "float64" else dtype_perturbations(point, step, probe_dtype(dtype))
+    )
     return central_difference(point, step, evaluate, geometry)
 
 
@@ -140,7 +142,15 @@ def test_float32_advice_probes_in_float32():
     assert 1e-3 < advice.advised_step < 3e-2
 
 
-GEOMETRY_FIELDS = ("minus_point", "plus_point", "minus_spacing", "plus_spacing", "left_weight", "right_weight", "stencil")
+GEOMETRY_FIELDS = (
+    "minus_point",
+    "plus_point",
+    "minus_spacing",
+    "plus_spacing",
+    "left_weight",
+    "right_weight",
+    "stencil",
+)
 
 
 def test_float32_advice_rounds_the_exact_probe_once():
@@ -446,7 +456,6 @@ def test_tiny_spacings_do_not_underflow_the_richardson_estimate():
     assert [estimate.requested_step for estimate in advice.estimates] == steps
     assert advice.derivative == 1.0
     assert [estimate.truncation_estimate for estimate in advice.estimates] == [0.0] * 4
-
 
 
 def test_problem_advice_names_the_parameter_and_coordinate_it_could_not_advise():

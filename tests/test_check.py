@@ -895,7 +895,9 @@ def test_step_auto_progress_starts_before_the_advice():
         calls.append(len(seen))
         return problem.objective(parameters)
 
-    check_gradients(objective, problem.parameters, problem.gradients, step="auto", samples=1, progress=lambda *a: seen.append(a))
+    check_gradients(
+        objective, problem.parameters, problem.gradients, step="auto", samples=1, progress=lambda *a: seen.append(a)
+    )
     assert seen[0] == (0, 2) and calls[0] == 1
 
 

@@ -360,8 +360,11 @@ def test_nll_exits_0_when_a_users_correct_gradient_passes(tmp_path):
         (["sample"], "Missing option '--shape'."),
         (["nll", "--targets", "0,3"], "targets row 1 target 3 is not a class in 0..2"),
         (["nll", "--targets", "0"], "targets need one class per row: 2 rows, got 1 targets"),
-        (["nll", "--targets", "0,two"], "Invalid value for '--targets': 'two' in '0,two' is not a whole number; "
-         "expected comma-separated whole numbers like 2,3"),
+        (
+            ["nll", "--targets", "0,two"],
+            "Invalid value for '--targets': 'two' in '0,two' is not a whole number; "
+            "expected comma-separated whole numbers like 2,3",
+        ),
         (["nll", "--step", "0"], "central-difference requested step 0.0 must be positive and finite"),
         (
             ["nll", "--logits", "no/such/logits.npy"],
@@ -397,9 +400,7 @@ def test_a_malformed_option_with_json_prints_a_command_line_error():
         "Invalid value for '--steps': 'x' in '1,x' is not a number; expected comma-separated numbers like 1,1e-1,1e-3"
     )
     assert_one_line_error(result, message)
-    assert _parse_strictly(result.stdout) == {
-        "error": CommandLineError(option="--steps", problem=message).to_dict()
-    }
+    assert _parse_strictly(result.stdout) == {"error": CommandLineError(option="--steps", problem=message).to_dict()}
 
 
 @pytest.mark.parametrize(
@@ -452,10 +453,15 @@ def test_conflicting_format_flags_are_rejected_before_any_work(monkeypatch):
         (b"[[0, 1], [2]]", "is not a rectangular nested list of numbers"),
         (b'[["a", "b", "c"], ["d", "e", "f"]]', "must hold real numbers, got dtype <U1"),
         (b"[[true, false, true], [true, true, true]]", "must hold real numbers, got dtype bool"),
-        (b"{not json", "is neither a .npy array nor JSON: Expecting property name enclosed in double quotes: "
-         "line 1 column 2 (char 1)"),
-        (b"\x80abc", "is neither a .npy array nor JSON: 'utf-8' codec can't decode byte 0x80 in position 0: "
-         "invalid start byte"),
+        (
+            b"{not json",
+            "is neither a .npy array nor JSON: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        ),
+        (
+            b"\x80abc",
+            "is neither a .npy array nor JSON: 'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte",
+        ),
     ],
 )
 def test_a_malformed_logits_file_is_rejected_with_its_problem(tmp_path, content, problem):
@@ -478,8 +484,10 @@ def test_a_truncated_npy_file_is_rejected(tmp_path):
     "array, problem",
     [
         (np.array([[1j, 0, 0], [0, 0, 0]]), "must hold real numbers, got dtype complex128"),
-        (np.array([[1, None, 3], [4, 5, 6]], dtype=object), "is not a readable .npy array: Object arrays cannot be "
-         "loaded when allow_pickle=False"),
+        (
+            np.array([[1, None, 3], [4, 5, 6]], dtype=object),
+            "is not a readable .npy array: Object arrays cannot be loaded when allow_pickle=False",
+        ),
     ],
 )
 def test_an_npy_file_without_real_numbers_is_rejected(tmp_path, array, problem):
@@ -691,9 +699,7 @@ def test_bare_gradcheck_shows_help_on_stderr():
 
 def _python(*arguments):
     env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, *arguments], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
-    )
+    return subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
 
 
 def test_python_dash_m_runs_the_same_command():

@@ -933,7 +933,10 @@ def test_the_torch_example_checks_through_numpy_views():
     assert invoke("check", f"{reference}:problem").exit_code == EXIT_OK
     wrong = invoke("check", f"{reference}:wrong_problem")
     assert wrong.exit_code == EXIT_CANDIDATE_FAILED
-    assert lines(wrong)[-1].endswith(' verdict=failed pass=false') and 'failing_parameters=["out.bias"]' in lines(wrong)[-1]
+    assert (
+        lines(wrong)[-1].endswith(" verdict=failed pass=false")
+        and 'failing_parameters=["out.bias"]' in lines(wrong)[-1]
+    )
     assert invoke("taylor", f"{reference}:wrong_problem").exit_code == EXIT_CANDIDATE_FAILED
 
 
@@ -950,7 +953,7 @@ def test_the_default_report_is_short_and_says_what_is_wrong():
     assert output[-1].endswith(" verdict=failed pass=false")
 
 
-RAISING = '''
+RAISING = """
 import numpy as np
 from gradcheck_cli import GradientProblem
 
@@ -972,7 +975,7 @@ def broken():
 
 def helper():
     raise RuntimeError("cannot build")
-'''
+"""
 
 
 @pytest.mark.parametrize("command", ["check", "taylor"])

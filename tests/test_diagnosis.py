@@ -174,6 +174,8 @@ def test_the_command_line_prints_and_writes_the_diagnosis(bug):
         assert (diagnosis is None) == (expected is None)
         if expected is not None:
             assert (diagnosis["kind"], diagnosis["factor"], diagnosis["where"]) == expected
-            line = next(line for line in text.stdout.splitlines() if line.startswith(f"{parameter['name']} diagnosis: "))
+            line = next(
+                line for line in text.stdout.splitlines() if line.startswith(f"{parameter['name']} diagnosis: ")
+            )
             assert line.startswith(f"{parameter['name']} diagnosis: {expected[0]}")
             assert diagnosis["message"] in line

@@ -54,43 +54,96 @@ EXAMPLES = [
         "parameters array is read-only; the check perturbs it in place and restores it",
     ),
     (errors.InvalidLogits(problem="must be float64, got float32"), "logits must be float64, got float32"),
-    (errors.InvalidTargets(problem="row 1 target 3 is not a class in 0..2"), "targets row 1 target 3 is not a class in 0..2"),
-    (errors.InvalidStepSequence(steps=[1e-3]), "requested steps [0.001] must be at least two positive finite steps in strictly decreasing order"),
-    (errors.TooFewAcceptedSteps(accepted=1, requested=3), "step advice needs at least two accepted steps with distinct actual spacings, got 1 of 3 requested steps"),
-    (errors.UnrepresentablePoint(point=0.1, dtype="float32", nearest=0.10000000149011612), "gradient-check point 0.1 is not representable in float32 (nearest 0.10000000149011612)"),
-    (errors.UnknownParameter(name="v", available=["x", "w"]), "parameter 'v' is not one of the problem's parameters ['x', 'w']"),
+    (
+        errors.InvalidTargets(problem="row 1 target 3 is not a class in 0..2"),
+        "targets row 1 target 3 is not a class in 0..2",
+    ),
+    (
+        errors.InvalidStepSequence(steps=[1e-3]),
+        "requested steps [0.001] must be at least two positive finite steps in strictly decreasing order",
+    ),
+    (
+        errors.TooFewAcceptedSteps(accepted=1, requested=3),
+        "step advice needs at least two accepted steps with distinct actual spacings, got 1 of 3 requested steps",
+    ),
+    (
+        errors.UnrepresentablePoint(point=0.1, dtype="float32", nearest=0.10000000149011612),
+        "gradient-check point 0.1 is not representable in float32 (nearest 0.10000000149011612)",
+    ),
+    (
+        errors.UnknownParameter(name="v", available=["x", "w"]),
+        "parameter 'v' is not one of the problem's parameters ['x', 'w']",
+    ),
     (
         errors.ParameterChanged(parameter="x", change="modified in place"),
         "parameter 'x' was modified in place by the objective during the check; every array was restored, "
         "and the objective must leave its parameters as they are",
     ),
-    (errors.UnknownSampler(sampler="'random'", available=["structured", "chapter"]), "sampler 'random' is not one of structured, chapter"),
+    (
+        errors.UnknownSampler(sampler="'random'", available=["structured", "chapter"]),
+        "sampler 'random' is not one of structured, chapter",
+    ),
     (errors.MissingGradient(name="w"), "the problem has no analytic gradient for parameter 'w'"),
     (errors.NoParameters(), "the problem has no parameters to perturb"),
     (errors.ZeroDirection(norm=0.0), "Taylor-test direction norm 0.0 must be positive and finite"),
-    (errors.PlottingUnavailable(), "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"),
+    (
+        errors.PlottingUnavailable(),
+        "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)",
+    ),
     (errors.UnsupportedPlotFormat(path="scan.pdf"), "plot file 'scan.pdf' must end in .png or .svg"),
     (errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
-    (errors.NotAMapping(role="parameters", values="arrays", type_name="list"), "parameters must be a mapping from parameter names to arrays, got list"),
+    (
+        errors.NotAMapping(role="parameters", values="arrays", type_name="list"),
+        "parameters must be a mapping from parameter names to arrays, got list",
+    ),
     (errors.InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
     (errors.UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
     (
         errors.InvalidSamples(role="samples per parameter", samples="-2", expected='a positive whole number or "all"'),
         'samples per parameter must be a positive whole number or "all", got -2',
     ),
-    (errors.InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]), "coordinate [0, 3] is not an index into shape [2, 3]"),
+    (
+        errors.InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]),
+        "coordinate [0, 3] is not an index into shape [2, 3]",
+    ),
     (errors.DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
-    (errors.SharedParameterMemory(first="w", second="v"), "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both"),
-    (errors.AtParameter(parameter="w", source=errors.ZeroSamples()), "parameter 'w': sampled tensor gradient check needs at least one sample"),
-    (errors.InvalidProblemReference(reference="model.py"), "problem 'model.py' must be FILE.py:FUNCTION or package.module:FUNCTION"),
+    (
+        errors.SharedParameterMemory(first="w", second="v"),
+        "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both",
+    ),
+    (
+        errors.AtParameter(parameter="w", source=errors.ZeroSamples()),
+        "parameter 'w': sampled tensor gradient check needs at least one sample",
+    ),
+    (
+        errors.InvalidProblemReference(reference="model.py"),
+        "problem 'model.py' must be FILE.py:FUNCTION or package.module:FUNCTION",
+    ),
     (errors.ProblemFileNotFound(path="model.py"), "problem file model.py does not exist"),
     (errors.ProblemModuleNotFound(module="pkg.model"), "problem module pkg.model cannot be found"),
-    (errors.ProblemImportFailed(source="model.py", error="SyntaxError: invalid syntax"), "importing model.py raised SyntaxError: invalid syntax"),
+    (
+        errors.ProblemImportFailed(source="model.py", error="SyntaxError: invalid syntax"),
+        "importing model.py raised SyntaxError: invalid syntax",
+    ),
     (errors.ProblemFunctionNotFound(source="model.py", function="problem"), "model.py has no function problem"),
-    (errors.ProblemFunctionRaised(reference="model.py:problem", error="ValueError: no data"), "model.py:problem() raised ValueError: no data"),
-    (errors.NotAProblem(reference="model.py:problem()", returned="a value of type int"), "expected a GradientProblem or (objective, parameters, gradients) from model.py:problem(), got a value of type int"),
-    (cli_errors.CommandLineError(option="--steps", problem="--steps: '1,x' is not a comma-separated list of numbers"), "--steps: '1,x' is not a comma-separated list of numbers"),
-    (cli_errors.InputFileError(option="--logits", path="missing.npy", problem="does not exist"), "--logits file 'missing.npy' does not exist"),
+    (
+        errors.ProblemFunctionRaised(reference="model.py:problem", error="ValueError: no data"),
+        "model.py:problem() raised ValueError: no data",
+    ),
+    (
+        errors.NotAProblem(reference="model.py:problem()", returned="a value of type int"),
+        "expected a GradientProblem or (objective, parameters, gradients) from model.py:problem(), got a value of type int",
+    ),
+    (
+        cli_errors.CommandLineError(
+            option="--steps", problem="--steps: '1,x' is not a comma-separated list of numbers"
+        ),
+        "--steps: '1,x' is not a comma-separated list of numbers",
+    ),
+    (
+        cli_errors.InputFileError(option="--logits", path="missing.npy", problem="does not exist"),
+        "--logits file 'missing.npy' does not exist",
+    ),
     (
         cli_errors.ObjectiveRaised(reference="model.py:problem", error="ZeroDivisionError: division by zero"),
         "the objective of model.py:problem raised ZeroDivisionError: division by zero",

@@ -78,7 +78,7 @@ def assert_bad_input(arguments, *phrases):
     assert list(strict_json(result.stdout)) == ["error"]
 
 
-PROBLEMS = '''
+PROBLEMS = """
 import ctypes, os
 import numpy as np
 from gradcheck_cli.problem import GradientProblem
@@ -193,7 +193,7 @@ def masked_gradient():
 def huge_gradient():
     w = np.array([1.0, 2.0, 3.0])
     return GradientProblem(squares, {"w": w}, {"w": np.array([1.7e308, -1.7e308, 1.7e308])})
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -412,7 +412,10 @@ def test_6_output_streams_closed_full_missing_or_unable_to_encode():
 
 
 def test_6_ascii_spelling_keeps_every_other_character():
-    assert render.ascii_spelling("g(θ) = θ³ − 2θ: 2.10×10⁻¹¹ ✓ h₋ ─┤") == "g(theta) = theta^3 - 2theta: 2.10x10^-11 yes h- -|"
+    assert (
+        render.ascii_spelling("g(θ) = θ³ − 2θ: 2.10×10⁻¹¹ ✓ h₋ ─┤")
+        == "g(theta) = theta^3 - 2theta: 2.10x10^-11 yes h- -|"
+    )
     assert "θ".encode("ascii", errors=render.ASCII_ERRORS) == b"theta"
 
 
@@ -670,7 +673,11 @@ def test_13_make_sets_up_a_virtualenv_unless_the_interpreter_is_one(tmp_path):
     finally:
         sys.path.remove(str(ROOT / "tools"))
     # The stamp's check notices a missing extra, and only for the extras asked for.
-    requirements = ['pytest>=7; extra == "test"', "surely-not-installed-gradcheck-dep>=1; extra == 'plot'", "click>=8.1"]
+    requirements = [
+        'pytest>=7; extra == "test"',
+        "surely-not-installed-gradcheck-dep>=1; extra == 'plot'",
+        "click>=8.1",
+    ]
     assert install_check.missing_requirements({"test"}, requirements) == []
     assert install_check.missing_requirements({"test", "plot"}, requirements) == ["surely-not-installed-gradcheck-dep"]
     assert subprocess.run([sys.executable, "tools/install_check.py", str(ROOT), "test"], cwd=ROOT).returncode == 0

@@ -190,7 +190,10 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(PlottingUnavailable) as caught:
         scan_figure(records)
-    assert str(caught.value) == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+    assert (
+        str(caught.value)
+        == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+    )
     with pytest.raises(PlottingUnavailable):
         taylor_figure(taylor_result)
 
@@ -202,9 +205,7 @@ def test_plotting_module_imports_neither_matplotlib_nor_numpy():
         "print(plotting.sparkline([1.0, 10.0, 100.0]))\n"
         "print(sorted(name for name in ('matplotlib', 'numpy') if name in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, encoding="utf-8"
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, encoding="utf-8")
     assert result.stdout.splitlines() == ["▁▅█", "[]"]
 
 

@@ -24,7 +24,13 @@ def test_results_are_frozen():
 def test_results_are_dataclasses_with_the_chapters_fields_in_order():
     assert dataclasses.is_dataclass(GradientComparison)
     assert [field.name for field in dataclasses.fields(GradientComparison)] == [
-        "analytic", "numerical", "absolute_error", "scale", "scaled_error", "tolerance", "passed",
+        "analytic",
+        "numerical",
+        "absolute_error",
+        "scale",
+        "scaled_error",
+        "tolerance",
+        "passed",
     ]
 
 
@@ -111,6 +117,11 @@ def test_match_and_replace_work():
 def test_to_dict_makes_non_finite_floats_strings():
     comparison = GradientComparison(math.inf, -math.inf, math.nan, 1.0, 0.0, 1e-6, False)
     assert comparison.to_dict() == {
-        "analytic": "inf", "numerical": "-inf", "absolute_error": "NaN", "scale": 1.0,
-        "scaled_error": 0.0, "tolerance": 1e-06, "passed": False,
+        "analytic": "inf",
+        "numerical": "-inf",
+        "absolute_error": "NaN",
+        "scale": 1.0,
+        "scaled_error": 0.0,
+        "tolerance": 1e-06,
+        "passed": False,
     }

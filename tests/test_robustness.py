@@ -23,8 +23,8 @@ happens and what should: it fails the suite the moment it is fixed, so its
 mark can be removed.
 """
 
-import math
 import json
+import math
 import os
 import subprocess
 import sys
@@ -425,7 +425,11 @@ SAMPLE_CASES = [
     ),
     bad("sample --shape 0", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
     bad("sample --shape 3,0,2", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
-    bad("sample --shape 2,3 --max-samples=-1", "requested samples must be a positive whole number, got -1", "InvalidSamples"),
+    bad(
+        "sample --shape 2,3 --max-samples=-1",
+        "requested samples must be a positive whole number, got -1",
+        "InvalidSamples",
+    ),
     bad("sample --shape 2,3 --max-samples x", "Invalid value for '--max-samples': 'x' is not a valid integer.", CLICK),
     bad("sample", "Missing option '--shape'.", CLICK),
 ]
@@ -499,33 +503,61 @@ NLL_CASES = [
 # A problem file's function, for both `gradcheck check` and `gradcheck taylor`:
 # (function, key phrases, kinds under check, kinds under taylor).
 PROBLEM_FUNCTIONS = [
-    ("raises", ("problems.py:raises() raised RuntimeError: no training data in this directory",),
-     "ProblemFunctionRaised", "ProblemFunctionRaised"),
+    (
+        "raises",
+        ("problems.py:raises() raised RuntimeError: no training data in this directory",),
+        "ProblemFunctionRaised",
+        "ProblemFunctionRaised",
+    ),
     ("returns_none", ("problems.py:returns_none()", "got a value of type NoneType"), "NotAProblem", "NotAProblem"),
     ("returns_pair", ("got a tuple of length 2",), "NotAProblem", "NotAProblem"),
     ("returns_dict", ("got a value of type dict",), "NotAProblem", "NotAProblem"),
     ("returns_uncallable_objective", ("an objective of type float",), "NotAProblem", "NotAProblem"),
     ("NOT_A_FUNCTION", ("problems.py:NOT_A_FUNCTION must be callable, got int",), "NotCallable", "NotCallable"),
     ("nan_parameters", ("NaN",), "NonFinitePoint", "NonFinitePoint"),
-    ("inf_gradient", ("at coordinate [1]", "analytic gradient inf must be finite"),
-     "NonFiniteAnalyticGradient", "NonFiniteAnalyticGradient"),
-    ("mismatched_shapes", ("parameter shape [3] does not match analytic-gradient shape [2]",),
-     "GradientShapeMismatch", "GradientShapeMismatch"),
-    ("complex_parameters", ("array has dtype complex128; expected float64, float32 or bfloat16",),
-     "UnsupportedDtype", "UnsupportedDtype"),
+    (
+        "inf_gradient",
+        ("at coordinate [1]", "analytic gradient inf must be finite"),
+        "NonFiniteAnalyticGradient",
+        "NonFiniteAnalyticGradient",
+    ),
+    (
+        "mismatched_shapes",
+        ("parameter shape [3] does not match analytic-gradient shape [2]",),
+        "GradientShapeMismatch",
+        "GradientShapeMismatch",
+    ),
+    (
+        "complex_parameters",
+        ("array has dtype complex128; expected float64, float32 or bfloat16",),
+        "UnsupportedDtype",
+        "UnsupportedDtype",
+    ),
     ("bool_gradient", ("array has dtype bool",), "UnsupportedDtype", "UnsupportedDtype"),
     ("string_parameters", ("expected float64, float32 or bfloat16",), "UnsupportedDtype", "UnsupportedDtype"),
     ("integer_parameters", ("array has dtype int64",), "UnsupportedDtype", "UnsupportedDtype"),
     ("read_only", ("array is read-only",), "ReadOnlyArray", "ReadOnlyArray"),
     ("no_parameters", ("the problem has no parameters to perturb",), "NoParameters", "NoParameters"),
-    ("missing_gradient", ("the problem has no analytic gradient for parameter 'w'",),
-     "MissingGradient", "MissingGradient"),
-    ("objective_raises", ("objective_raises raised ValueError: objective exploded while reading w",),
-     "ObjectiveRaised", "ObjectiveRaised"),
+    (
+        "missing_gradient",
+        ("the problem has no analytic gradient for parameter 'w'",),
+        "MissingGradient",
+        "MissingGradient",
+    ),
+    (
+        "objective_raises",
+        ("objective_raises raised ValueError: objective exploded while reading w",),
+        "ObjectiveRaised",
+        "ObjectiveRaised",
+    ),
     ("objective_nan", ("function evaluation returned NaN",), "NonFiniteEvaluation", "NonFiniteEvaluation"),
     ("objective_inf", ("function evaluation returned inf",), "NonFiniteEvaluation", "NonFiniteEvaluation"),
-    ("objective_array", ("function evaluation must return one real number, got ndarray of shape (2,)",),
-     "NonScalarEvaluation", "NonScalarEvaluation"),
+    (
+        "objective_array",
+        ("function evaluation must return one real number, got ndarray of shape (2,)",),
+        "NonScalarEvaluation",
+        "NonScalarEvaluation",
+    ),
     ("objective_none", ("must return one real number, got NoneType",), "NonScalarEvaluation", "NonScalarEvaluation"),
     ("objective_string", ("must return one real number, got str",), "NonScalarEvaluation", "NonScalarEvaluation"),
 ]
@@ -537,8 +569,11 @@ PROBLEM_REFERENCES = [
     ("{tmp}/problems.py:no_such_function", "problems.py has no function no_such_function", "ProblemFunctionNotFound"),
     ("{tmp}/no_functions.py:problem", "no_functions.py has no function problem", "ProblemFunctionNotFound"),
     ("{tmp}/broken.py:problem", "broken.py raised SyntaxError", "ProblemImportFailed"),
-    ("no_such_gradcheck_module:problem", "problem module no_such_gradcheck_module cannot be found",
-     "ProblemModuleNotFound"),
+    (
+        "no_such_gradcheck_module:problem",
+        "problem module no_such_gradcheck_module cannot be found",
+        "ProblemModuleNotFound",
+    ),
 ]
 
 
@@ -547,46 +582,60 @@ def _problem_cases(command):
         bad(f"{command} {{tmp}}/problems.py:{function}", phrases, check_kinds if command == "check" else taylor_kinds)
         for function, phrases, check_kinds, taylor_kinds in PROBLEM_FUNCTIONS
     ]
-    cases += [bad(f"{command} {reference}", phrase, kind)
-              for reference, phrase, kind in PROBLEM_REFERENCES]
+    cases += [bad(f"{command} {reference}", phrase, kind) for reference, phrase, kind in PROBLEM_REFERENCES]
     cases.append(bad(f"{command}", "Missing argument", CLICK))
-    cases.append(bad(f"{command} {{tmp}}/problems.py:problem --param nope",
-                     "parameter 'nope' is not one of the problem's parameters ['w']", "UnknownParameter"))
+    cases.append(
+        bad(
+            f"{command} {{tmp}}/problems.py:problem --param nope",
+            "parameter 'nope' is not one of the problem's parameters ['w']",
+            "UnknownParameter",
+        )
+    )
     return cases
 
 
 GOOD = "{tmp}/problems.py:problem"
-CHECK_CASES = _problem_cases("check") + [
-    bad(f"check {{tmp}}/problems.py:{function}", phrases, kinds)
-    for function, phrases, kinds in [
-        ("extra_gradient", "analytic gradient 'v' names no parameter of the problem", "UnexpectedGradient"),
-        ("empty_parameter", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
-        ("nan_parameters_masked", ("at coordinate [1]", "point NaN must be finite"), "NonFinitePoint"),
+CHECK_CASES = (
+    _problem_cases("check")
+    + [
+        bad(f"check {{tmp}}/problems.py:{function}", phrases, kinds)
+        for function, phrases, kinds in [
+            ("extra_gradient", "analytic gradient 'v' names no parameter of the problem", "UnexpectedGradient"),
+            ("empty_parameter", "sampled tensor gradient check needs at least one value", "EmptyTensor"),
+            ("nan_parameters_masked", ("at coordinate [1]", "point NaN must be finite"), "NonFinitePoint"),
+        ]
     ]
-] + [
-    bad(f"check {GOOD} {options}", phrases, kinds)
-    for options, phrases, kinds in [
-        ("--samples 0", "sample", (CLICK, "ZeroSamples")),
-        ("--samples=-3", ("sample", "-3"), (CLICK, "InvalidSamples")),
-        ("--samples some", ("sample", "some"), (CLICK, "InvalidSamples")),
-        ("--samples 1.5", ("sample", "1.5"), (CLICK, "InvalidSamples")),
-        ("--step 0", f"requested step 0.0 {POSITIVE_STEP}", STEP),
-        ("--step nan", f"requested step NaN {POSITIVE_STEP}", STEP),
-        ("--step=-1e-3", f"requested step -0.001 {POSITIVE_STEP}", STEP),
-        ("--step inf", f"requested step inf {POSITIVE_STEP}", STEP),
-        ("--step automatic", "automatic", CLICK),
-        ("--step 1e-300", "rounds back to the point", "PerturbationUnchanged"),
-        ("--tolerance=-1", "tolerance -1.0 must be finite and nonnegative", TOLERANCE),
-        ("--tolerance nan", "tolerance NaN must be finite and nonnegative", TOLERANCE),
-        ("--tolerance inf", "tolerance inf must be finite and nonnegative", TOLERANCE),
-        ("--param w --param nope", "parameter 'nope' is not one of the problem's parameters ['w']",
-         "UnknownParameter"),
+    + [
+        bad(f"check {GOOD} {options}", phrases, kinds)
+        for options, phrases, kinds in [
+            ("--samples 0", "sample", (CLICK, "ZeroSamples")),
+            ("--samples=-3", ("sample", "-3"), (CLICK, "InvalidSamples")),
+            ("--samples some", ("sample", "some"), (CLICK, "InvalidSamples")),
+            ("--samples 1.5", ("sample", "1.5"), (CLICK, "InvalidSamples")),
+            ("--step 0", f"requested step 0.0 {POSITIVE_STEP}", STEP),
+            ("--step nan", f"requested step NaN {POSITIVE_STEP}", STEP),
+            ("--step=-1e-3", f"requested step -0.001 {POSITIVE_STEP}", STEP),
+            ("--step inf", f"requested step inf {POSITIVE_STEP}", STEP),
+            ("--step automatic", "automatic", CLICK),
+            ("--step 1e-300", "rounds back to the point", "PerturbationUnchanged"),
+            ("--tolerance=-1", "tolerance -1.0 must be finite and nonnegative", TOLERANCE),
+            ("--tolerance nan", "tolerance NaN must be finite and nonnegative", TOLERANCE),
+            ("--tolerance inf", "tolerance inf must be finite and nonnegative", TOLERANCE),
+            (
+                "--param w --param nope",
+                "parameter 'nope' is not one of the problem's parameters ['w']",
+                "UnknownParameter",
+            ),
+        ]
     ]
-]
+)
 
 TAYLOR_CASES = _problem_cases("taylor") + [
-    bad("taylor {tmp}/problems.py:empty_parameter", "Taylor-test direction norm 0.0 must be positive and finite",
-        "ZeroDirection"),
+    bad(
+        "taylor {tmp}/problems.py:empty_parameter",
+        "Taylor-test direction norm 0.0 must be positive and finite",
+        "ZeroDirection",
+    ),
     bad(f"taylor {GOOD} --seed x", "Invalid value for '--seed': 'x' is not a valid integer.", CLICK),
     bad(f"taylor {GOOD} --seed 1.5", "'1.5' is not a valid integer", CLICK),
     bad(f"taylor {GOOD} --plot {{tmp}}/taylor.txt", "must end in .png or .svg", "UnsupportedPlotFormat"),
@@ -741,9 +790,7 @@ def restoration_parameters(bfloat16: bool = True) -> dict:
     With ``bfloat16`` (when ml_dtypes is installed) a bfloat16 array too; the
     Taylor test then takes only 7 steps (ε = 2⁻⁷), without it 20.
     """
-    base = np.array(
-        [[0.5, -0.0, 5e-324, -1e-310], [1e10, -2.5, 2.2250738585072014e-308, 3.0]], dtype=np.float64
-    )
+    base = np.array([[0.5, -0.0, 5e-324, -1e-310], [1e10, -2.5, 2.2250738585072014e-308, 3.0]], dtype=np.float64)
     parameters = {
         "w": base,
         "v": np.array([-0.0, 1e-45, -3.0, 0.25], dtype=np.float32),  # 1e-45: float32's smallest subnormal

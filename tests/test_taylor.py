@@ -235,9 +235,7 @@ def test_parameters_are_restored_through_views_and_after_success():
     base = np.arange(12, dtype=np.float64).reshape(3, 4) / 7.0
     view = base[:, 1:].T  # non-contiguous (3, 3) view
     before = base.tobytes()
-    problem = GradientProblem(
-        lambda p: float(np.sum(np.sin(p["v"]))), {"v": view}, {"v": np.cos(view)}
-    )
+    problem = GradientProblem(lambda p: float(np.sum(np.sin(p["v"]))), {"v": view}, {"v": np.cos(view)})
     result = taylor_test(problem)
     assert result.verdict == "pass"
     assert base.tobytes() == before

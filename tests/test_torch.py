@@ -602,7 +602,9 @@ def test_gradcheck_check_takes_torch_code(problems, function, exit_code, failing
 def test_gradcheck_check_reports_torch_code_that_raises_or_cannot_be_probed(problems):
     result = invoke("check", f"{problems}:failing")
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"Error: the objective of {problems}:failing raised ZeroDivisionError: no probes, please (at ")
+    assert result.stderr.startswith(
+        f"Error: the objective of {problems}:failing raised ZeroDivisionError: no probes, please (at "
+    )
     assert result.stderr.endswith(" in fn)\n")  # the user's line that raised, in the analytic pass too
     result = invoke("check", f"{problems}:on_meta")
     assert result.exit_code == 2

@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 from gradcheck_cli import check_gradients
-from gradcheck_cli.selection import structured_coordinates
-from gradcheck_cli.testing import assert_gradients_match
 from gradcheck_cli.judge import (
     FAILED,
     INCONCLUSIVE,
@@ -22,6 +20,8 @@ from gradcheck_cli.judge import (
     step_estimate,
     with_step_sensitivity,
 )
+from gradcheck_cli.selection import structured_coordinates
+from gradcheck_cli.testing import assert_gradients_match
 
 RNG = np.random.default_rng(20261201)
 
@@ -68,7 +68,10 @@ def test_a_float32_bias_five_times_too_large_fails():
         return float(np.mean(residual.astype(np.float64) ** 2))
 
     residual = (inputs @ parameters["W"] + parameters["b"] - targets).astype(np.float64)
-    gradients = {"W": 2 * inputs.T.astype(np.float64) @ residual / residual.size, "b": 2 * residual.sum(0) / residual.size}
+    gradients = {
+        "W": 2 * inputs.T.astype(np.float64) @ residual / residual.size,
+        "b": 2 * residual.sum(0) / residual.size,
+    }
     assert check_gradients(objective, parameters, gradients).verdict == PASSED
     report = check_gradients(objective, parameters, {**gradients, "b": 5 * gradients["b"]})
     assert report.verdict == FAILED and report.failing_parameters == ("b",)
@@ -226,7 +229,9 @@ def test_the_directional_probes_restore_the_array_when_the_objective_raises(when
 
 
 def _estimate(numerical, analytic=1.0, bar=1e-12, step=1e-5):
-    return step_estimate(step, analytic, numerical, largest_value=bar / 4 / 2.2e-16, epsilon=2.2e-16, jitter=0.0, gain=1.0)
+    return step_estimate(
+        step, analytic, numerical, largest_value=bar / 4 / 2.2e-16, epsilon=2.2e-16, jitter=0.0, gain=1.0
+    )
 
 
 def _at_three_steps(at_h, at_tenth, at_ten):

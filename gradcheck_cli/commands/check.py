@@ -5,7 +5,15 @@ import click
 from .. import defaults, render, tables
 from ..cli import Report, output_options, run
 from ..estimator import validate_step, validate_tolerance
-from .options import PARAM_OPTION, PROBLEM_HELP, SampleCount, StepOrAuto, TRACEBACK_OPTION, problem_argument, user_problem
+from .options import (
+    PARAM_OPTION,
+    PROBLEM_HELP,
+    TRACEBACK_OPTION,
+    SampleCount,
+    StepOrAuto,
+    problem_argument,
+    user_problem,
+)
 
 
 @click.command(
@@ -72,17 +80,16 @@ def check(output_format, problem, samples, sampler, step, tolerance, names, verb
         from ..check import check_problem
 
         selected = list(names) or None
-        with user_problem(problem, show_traceback) as loaded:
-            with tables.ProgressBar("checking coordinates") as progress:
-                report = check_problem(
-                    loaded,
-                    samples=samples,
-                    sampler=sampler,
-                    step=step,
-                    tolerance=tolerance,
-                    names=selected,
-                    progress=progress,
-                )
+        with user_problem(problem, show_traceback) as loaded, tables.ProgressBar("checking coordinates") as progress:
+            report = check_problem(
+                loaded,
+                samples=samples,
+                sampler=sampler,
+                step=step,
+                tolerance=tolerance,
+                names=selected,
+                progress=progress,
+            )
         return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)

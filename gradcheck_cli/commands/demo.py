@@ -4,9 +4,8 @@ import click
 
 from .. import chapter, render
 from ..cli import Report, output_options, run
-from .quadratic import quadratic_report
 from ..errors import GradCheckError
-
+from .quadratic import quadratic_report
 
 #: The chapter's four rejected requests: their JSON keys and the labels of their text lines.
 REJECTED_LABELS = {

@@ -228,7 +228,9 @@ def user_problem(reference: str, traceback: bool = False):
             if traceback and cause is not None:
                 sys.stderr.write(user_traceback(cause))
             if users:
-                raise ObjectiveRaised(reference=reference, error=exception_line(error) + user_location(error)) from error
+                raise ObjectiveRaised(
+                    reference=reference, error=exception_line(error) + user_location(error)
+                ) from error
             raise
 
 
