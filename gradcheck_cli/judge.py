@@ -5,7 +5,7 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
-import struct
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -88,19 +88,17 @@ def value_epsilon(values, epsilon: float) -> float:
     An objective computed in float32 for float64 parameters returns float32 values; the bar must
     use their rounding, not the parameters'.
     """
-    for low_zero, candidate in ((0, 2.0**-23), (16, 2.0**-7)):  # float32, then bfloat16 (its top 16 bits)
-        if candidate <= epsilon:
-            continue
-        try:
-            packed = [struct.unpack("<I", struct.pack("<f", value))[0] for value in values]
-        except OverflowError:
-            return epsilon
-        exact = all(struct.unpack("<f", struct.pack("<I", word))[0] == value for word, value in zip(packed, values))
-        if exact and all(word & ((1 << low_zero) - 1) == 0 for word in packed):
-            epsilon = candidate
-        elif not exact:
-            return epsilon
-    return epsilon
+    if epsilon >= 2.0**-7:
+        return epsilon
+    try:
+        single = array("f", values)  # rounded to float32 in one C loop
+    except OverflowError:
+        return epsilon
+    if list(single) != list(values):
+        return epsilon
+    if all(word & 0xFFFF == 0 for word in array("I", single.tobytes())):  # bfloat16: float32's top half
+        return 2.0**-7
+    return max(epsilon, 2.0**-23)
 
 
 def slopes_agree(left: float, right: float, tolerance: float, scale: float, noise: float) -> bool:
