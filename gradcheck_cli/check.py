@@ -555,7 +555,7 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
     kink_tolerance = _kink_tolerance(planned, 0.0 if planned.step is None else planned.step, 0.0)
 
     def estimate(probe):
-        scale = max(resolution.gradient, resolution.change) or 1.0  # all zero: the chapter's floor
+        scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
         return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
 
     probes = [item.direction] if item.direction is not None else []
@@ -602,14 +602,14 @@ def _largest_gradient(item: _Probed) -> float:
 
 def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
     planned = item.planned
-    resolution = Resolution(gradient=_largest_gradient(item), change=largest[0])
+    resolution = Resolution(gradient=_largest_gradient(item), check=largest[0])
     checks = tuple(
         _judge_coordinate(planned, coordinate, difference, counted, jitter, resolution)
         for coordinate, difference in zip(planned.coordinates, item.differences)
     )
     # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
     own = 0.0 if item.direction is None else item.direction.scale
-    directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, change=largest[1]))
+    directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, check=largest[1]))
     verdicts = {check.verdict for check in checks} | {directional.verdict}
     verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
     kink_tolerances = {check.kink.slopes.tolerance for check in checks}

@@ -164,12 +164,12 @@ class Resolution:
     the largest gradient of the whole check (a parameter the loss barely depends on)."""
 
     gradient: float
-    change: float
+    check: float
 
 
-def _resolution_scale(estimate: StepEstimate, resolution: Resolution) -> float:
+def _resolution_scale(resolution: Resolution) -> float:
     """The gradient that matters beside this estimate: the parameter's largest, or the check's."""
-    return max(resolution.gradient, resolution.change)
+    return max(resolution.gradient, resolution.check)
 
 
 def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
@@ -183,7 +183,7 @@ def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Res
     if not estimate.slopes_consistent:
         return False
     zero = abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
-    if zero and bar <= tolerance * _resolution_scale(estimate, resolution):
+    if zero and bar <= tolerance * _resolution_scale(resolution):
         return True
     return abs(estimate.analytic - estimate.numerical) + bar <= tolerance * resolution.gradient
 
@@ -206,7 +206,7 @@ def judge_primary(
     Beside the check's largest gradient (not the parameter's own), values within the bar of zero
     pass only once confirmed at the other steps, where the bar may be smaller.
     """
-    own = Resolution(gradient=resolution.gradient, change=0.0)
+    own = Resolution(gradient=resolution.gradient, check=0.0)
     if _passes(estimate, tolerance, own):
         return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, tolerance, unit))
     return None
@@ -266,7 +266,7 @@ def judge_confirmed(
     one-sided slopes it is a suspected kink; otherwise the evidence cannot decide.
     """
     best = min(range(len(estimates)), key=lambda index: (estimates[index].error_bar.total, index))
-    own = Resolution(gradient=resolution.gradient, change=0.0)
+    own = Resolution(gradient=resolution.gradient, check=0.0)
     passing = [
         index
         for index, estimate in enumerate(estimates)
@@ -349,7 +349,7 @@ def _undecided(
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]
     unresolved = ""
-    if bar.total > tolerance * _resolution_scale(chosen, resolution) and abs(chosen.analytic) <= bar.total:
+    if bar.total > tolerance * _resolution_scale(resolution) and abs(chosen.analytic) <= bar.total:
         unresolved = (
             f", more than {_number(tolerance)}× the parameter's largest gradient ({_number(resolution.gradient)}) "
             "and than its share of f's largest one-step change, so the loss cannot resolve it at this precision"

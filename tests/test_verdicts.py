@@ -260,19 +260,19 @@ def test_curvature_resolved_at_a_smaller_step_passes_but_a_coincidence_there_doe
 def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
     # Beside the parameter's own largest gradient, or the check's: 1e-12 is within 1e-6 of 1.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=1.0, change=0.0)).verdict == PASSED
+    assert judge_primary(tiny, 1e-6, Resolution(gradient=1.0, check=0.0)).verdict == PASSED
     # Beside the check's largest gradient only once confirmed, at the estimate with the smallest bar.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=0.0, change=1.0)) is None
+    assert judge_primary(tiny, 1e-6, Resolution(gradient=0.0, check=1.0)) is None
     confirmed = with_step_sensitivity([tiny, _estimate(2e-13, analytic=0.0, bar=1e-12, step=1e-6)])
-    assert judge_confirmed(confirmed, 1e-6, Resolution(gradient=0.0, change=1.0)).verdict == PASSED
+    assert judge_confirmed(confirmed, 1e-6, Resolution(gradient=0.0, check=1.0)).verdict == PASSED
     # Not when every gradient is that small: nothing is resolved.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=1e-9, change=1e-9)) is None
+    assert judge_primary(tiny, 1e-6, Resolution(gradient=1e-9, check=1e-9)) is None
     # A small gradient agrees when even its worst case, gap plus bar, is within the tolerance of the
     # parameter's own largest gradient; never by the check's largest gradient (a whole parameter's
     # gradient 10 times too small would pass beside a larger parameter).
     small = _estimate(1.0e-9, analytic=1.0005e-9, bar=1e-12)  # relative error 5e-4, gap 5e-13
-    assert judge_primary(small, 1e-6, Resolution(gradient=1.0, change=1.0)).verdict == PASSED
-    assert judge_primary(small, 1e-6, Resolution(gradient=1e-9, change=1.0)) is None
+    assert judge_primary(small, 1e-6, Resolution(gradient=1.0, check=1.0)).verdict == PASSED
+    assert judge_primary(small, 1e-6, Resolution(gradient=1e-9, check=1.0)) is None
 
 
 def test_an_objective_computed_in_float32_does_not_fail_correct_float64_gradients():
