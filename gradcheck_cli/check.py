@@ -68,7 +68,7 @@ from .judge import (
 )
 from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
 from .records import Record, float_bits
-from .sampling import validate_samples
+from .sampling import offset_from_coordinate, validate_samples
 from .selection import SAMPLERS, select_coordinates
 from .tensors import (
     SampledCoordinate,
@@ -857,10 +857,7 @@ def _explicit_coordinates(listed, shape: tuple) -> list:
         if coordinate in seen:
             raise DuplicateCoordinate(coordinate=list(coordinate))
         seen.add(coordinate)
-        flat_index = 0
-        for position, extent in zip(coordinate, shape):
-            flat_index = flat_index * extent + position
-        selected.append(SampledCoordinate(flat_index, coordinate))
+        selected.append(SampledCoordinate(offset_from_coordinate(shape, coordinate), coordinate))
     if not selected:
         raise ZeroSamples()
     return selected

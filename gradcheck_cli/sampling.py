@@ -25,6 +25,7 @@ __all__ = [
     "validate_samples",
     "element_count",
     "coordinate_from_offset",
+    "offset_from_coordinate",
     "sample_tensor_coordinates",
 ]
 
@@ -121,6 +122,14 @@ def element_count(shape: Sequence[int]) -> int:
     if count > MAX_ELEMENTS:
         raise ShapeOverflow()
     return count
+
+
+def offset_from_coordinate(shape: Sequence[int], coordinate: Sequence[int]) -> int:
+    """The row-major flat offset of ``coordinate`` in ``shape``: the inverse of coordinate_from_offset."""
+    flat = 0
+    for position, extent in zip(coordinate, shape):
+        flat = flat * extent + position
+    return flat
 
 
 def coordinate_from_offset(shape: Sequence[int], flat_index: int) -> tuple:

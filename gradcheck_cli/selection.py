@@ -10,7 +10,13 @@ import math
 
 import numpy as np
 
-from .sampling import SampledCoordinate, coordinate_from_offset, element_count, sample_tensor_coordinates
+from .sampling import (
+    SampledCoordinate,
+    coordinate_from_offset,
+    element_count,
+    offset_from_coordinate,
+    sample_tensor_coordinates,
+)
 
 __all__ = ["SAMPLERS", "structured_coordinates", "select_coordinates"]
 
@@ -31,13 +37,6 @@ def _recurrence_multipliers(rank: int) -> tuple:
 def _spread_point(shape: tuple, multipliers: tuple, k: int) -> tuple:
     """The k-th point of the R_d sequence (offset ½) scaled onto ``shape``'s index grid."""
     return tuple((((_ONE >> 1) + k * step) % _ONE) * extent >> 64 for step, extent in zip(multipliers, shape))
-
-
-def _flat(shape: tuple, coordinate: tuple) -> int:
-    flat = 0
-    for position, extent in zip(coordinate, shape):
-        flat = flat * extent + position
-    return flat
 
 
 def _largest(gradient: np.ndarray, count: int) -> list:
@@ -70,9 +69,9 @@ def structured_coordinates(shape: tuple, samples: int, gradient: np.ndarray) -> 
     k = 0
     while len(chosen) < samples and k < 8 * samples + 64:
         point = _spread_point(shape, multipliers, k)
-        chosen.setdefault(_flat(shape, point))
+        chosen.setdefault(offset_from_coordinate(shape, point))
         if square and k % 2 == 0 and point[-1] != point[-2] and len(chosen) < samples:
-            chosen.setdefault(_flat(shape, (*point[:-2], point[-1], point[-2])))
+            chosen.setdefault(offset_from_coordinate(shape, (*point[:-2], point[-1], point[-2])))
         k += 1
     for fallback in sample_tensor_coordinates(shape, samples):  # only for extents too narrow to spread
         if len(chosen) >= samples:
