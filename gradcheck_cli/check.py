@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +47,7 @@ from .estimator import (
     compare_one_sided_slopes,
     difference_from_values,
     evaluated_value,
+    probe_geometry,
     validate_step,
     validate_tolerance,
 )
@@ -67,18 +68,32 @@ from .judge import (
     with_step_sensitivity,
 )
 from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
-from .records import Record, float_bits
-from .sampling import offset_from_coordinate, validate_samples
-from .selection import SAMPLERS, select_coordinates
-from .tensors import (
+from .records import Record, float_bits, same_array_bits
+from .sampling import (
+    CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
+    offset_from_coordinate,
+    validate_samples,
+    validate_selection,
+)
+from .selection import SAMPLERS, select_offsets
+from .sweep import (
+    ProbeColumns,
+    SlopeColumns,
+    index_columns,
+    plan_columns,
+    primary_columns,
+    probe_values,
+    slope_columns,
+    with_probes,
+)
+from .tensors import (
+    PlannedCoordinate,
     at_coordinate,
     element_count,
     finite_point,
     parameter_and_gradient,
-    plan_coordinates,
     probing_objective,
-    sample_tensor_coordinates,
     write_back,
 )
 
@@ -163,6 +178,82 @@ class PurityVerdict(Record):
     message: str
 
 
+class CoordinateChecks(Sequence):
+    """Every checked coordinate of one parameter, in row-major order, kept as columns.
+
+    A sequence of :class:`CoordinateCheck`: the records of the coordinates that did not pass at
+    their first step are kept (they were confirmed at other steps); the others are built from
+    the columns when asked for, one at a time, so a million coordinates cost a few numpy arrays
+    (about 100 bytes a coordinate) rather than a million records.
+    """
+
+    __slots__ = ("_item", "_center", "_jitter", "_resolution", "_primary", "_judged")
+
+    def __init__(self, item, center: float, jitter: float, resolution: Resolution, primary, judged: dict):
+        self._item, self._center, self._jitter, self._resolution = item, center, jitter, resolution
+        self._primary, self._judged = primary, judged
+
+    def __len__(self) -> int:
+        return len(self._primary.passed)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return tuple(self[j] for j in range(*k.indices(len(self))))
+        k = operator.index(k)
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError("coordinate index out of range")
+        judged = self._judged.get(k)
+        if judged is not None:
+            return judged
+        return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, CoordinateChecks):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"CoordinateChecks({len(self)} coordinates, {len(self._judged)} confirmed at other steps)"
+
+    def count(self, verdict: str) -> int:
+        """How many coordinates have ``verdict``."""
+        if verdict == PASSED:
+            return int(self._primary.passed.sum()) + sum(1 for r in self._judged.values() if r.verdict == PASSED)
+        return sum(1 for record in self._judged.values() if record.verdict == verdict)
+
+    def verdicts(self) -> set:
+        """The distinct verdicts."""
+        found = {record.verdict for record in self._judged.values()}
+        return found | {PASSED} if self._primary.passed.any() else found
+
+    def unpassed(self) -> list:
+        """The records of the coordinates that did not pass, in order."""
+        return [record for _, record in sorted(self._judged.items()) if not record.passed]
+
+    def failed(self) -> list:
+        """The records of the coordinates that failed, in order."""
+        return [record for record in self.unpassed() if record.verdict == FAILED]
+
+    def worst(self) -> CoordinateCheck:
+        """The coordinate whose deciding estimate has the largest relative error (the first of equals)."""
+        errors = self._primary.relative_error.copy()
+        for k, record in self._judged.items():
+            errors[k] = record.estimates[record.decided_at].relative_error
+        return self[int(np.argmax(errors))]
+
+    def passing_index_columns(self) -> list:
+        """For each axis, the index of every coordinate that passed with a clearly nonzero numerical
+        value (beyond twice its error bar): what the diagnosis compares failures against."""
+        resolved = self._primary.passed & (np.abs(self._item.slopes.derivative) > 2 * self._primary.bar)
+        for k, record in self._judged.items():
+            decided = record.estimates[record.decided_at]
+            resolved[k] = record.passed and abs(decided.numerical) > 2 * decided.error_bar.total
+        columns = self._item.planned.columns
+        return list(index_columns(columns.offsets[resolved], columns.shape))
+
+
 @dataclass(frozen=True)
 class ParameterCheck(Record):
     """Every selected coordinate of one named parameter, its directional test and its verdict.
@@ -186,7 +277,8 @@ class ParameterCheck(Record):
         ``"failed"`` if a coordinate or the directional test failed, else ``"inconclusive"``
         if one did not pass, else ``"passed"``.
     passed : bool
-    checks : tuple of CoordinateCheck, in row-major order
+    checks : CoordinateChecks
+        A sequence of CoordinateCheck, in selection order, built from columns when read.
     directional : DirectionalCheck
     diagnosis : Diagnosis or None
         What kind of bug the failures show (None when nothing failed).
@@ -253,7 +345,7 @@ class GradientCheckReport(Record):
 
     def failures(self) -> list:
         """``(parameter name, CoordinateCheck)`` for every coordinate that did not pass."""
-        return [(check.name, record) for check in self.parameters for record in check.checks if not record.passed]
+        return [(check.name, record) for check in self.parameters for record in check.checks.unpassed()]
 
 
 @dataclass(frozen=True)
@@ -274,15 +366,17 @@ class _PlannedParameter:
     step: None | float | str
     tolerance: float
     kink_tolerance: float | None
-    coordinates: tuple
+    columns: ProbeColumns
 
 
 @dataclass
 class _Probed:
-    """A parameter after the first pass: each coordinate's difference at h, the direction's probe."""
+    """A parameter after the first pass: each coordinate's values at θ ∓ h, the direction's probe."""
 
     planned: _PlannedParameter
-    differences: list
+    minus_values: np.ndarray
+    plus_values: np.ndarray
+    slopes: SlopeColumns
     original: np.ndarray
     displacement: np.ndarray
     direction: object
@@ -315,7 +409,7 @@ class _Objective:
                 raise ArrayMadeReadOnly(role="parameters")
             if self.parameters.get(name) is not array:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
-            if np.array(array, copy=False).tobytes() != self.snapshots[name].tobytes():
+            if not same_array_bits(array, self.snapshots[name]):
                 write_back(array, Ellipsis, self.snapshots[name])
                 raise ParameterChanged(parameter=name, change="modified in place")
 
@@ -385,7 +479,7 @@ def check_gradients(
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
-    total = sum(len(planned.coordinates) for planned in plan)
+    total = sum(len(planned.columns) for planned in plan)
     if progress is not None:
         progress(0, total)
     step_advice = None
@@ -394,7 +488,10 @@ def check_gradients(
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
     probed = _first_pass(plan, counted, progress, total)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
-    largest = _resolution(probed)
+    largest = (
+        max([0.0] + [_largest_gradient(item) for item in probed]),
+        max([0.0] + [item.direction.scale for item in probed if item.direction is not None]),
+    )
     checks = [_judge_parameter(item, counted, purity.spread, largest) for item in probed]
     return _report(checks, purity, step_advice, counted.calls)
 
@@ -402,34 +499,53 @@ def check_gradients(
 def _first_pass(plan: list, counted: _Objective, progress, total: int) -> list:
     """f(θ), each coordinate's two probes at h, each direction's two probes; f(θ) again at checkpoints."""
     center = counted.center()
-    checkpoints = {max(1, math.ceil(total * part / 3)) for part in (1, 2)}
+    checkpoints = sorted({max(1, math.ceil(total * part / 3)) for part in (1, 2)})
     probed, done = [], 0
     for planned in plan:
-        differences = []
-        for coordinate in planned.coordinates:
-            differences.append(_primary_difference(planned, coordinate, counted, center))
-            done += 1
+        columns, minus, plus = planned.columns, [], []
+        start = 0
+        while start < len(columns):
+            due = [point - done for point in checkpoints if done < point <= done + len(columns) - start]
+            stop = start + due[0] if due else len(columns)
+            _probe_segment(planned, start, stop, counted, minus, plus, progress, done - start, total)
+            done += stop - start
+            start = stop
             if done in checkpoints:
                 counted.center()
-            if progress is not None:
-                progress(done, total)
+        minus_values, plus_values = np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
+        slopes = slope_columns(columns, minus_values, center, plus_values)
+        if not slopes.finite.all():
+            _difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
         original = np.asarray(planned.array, dtype=np.float64).copy()
         displacement = _direction_displacement(planned, original)
         direction = _probe_direction(planned, original, displacement, 1.0, counted)
-        probed.append(_Probed(planned, differences, original, displacement, direction))
+        probed.append(_Probed(planned, minus_values, plus_values, slopes, original, displacement, direction))
     counted.center()
     return probed
 
 
-def _primary_difference(planned: _PlannedParameter, coordinate, counted: _Objective, center: float):
-    """The coordinate's central difference at h, with the shared f(θ); typed errors in AtParameter."""
-    index = coordinate.sample.coordinate
+def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progress, base: int, total: int):
+    """Coordinates start:stop of ``planned`` probed at h (their calls counted); typed errors in AtParameter."""
+    after = None if progress is None else (lambda k: progress(base + k, total))
+    try:
+        probe_values(
+            planned.array, planned.columns, start, stop, counted.objective, counted.parameters, minus, plus, after
+        )
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+    counted.calls += 2 * (stop - start)
+
+
+def _difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:
+    """Coordinate k's CentralDifference at h (the scalar code's typed error in AtParameter if it has one)."""
+    columns = planned.columns
+    point, step = float(columns.theta[k]), float(columns.step[k])
     try:
         try:
-            minus, plus = _two_probes(planned.array, index, coordinate.geometry, counted)
-            return difference_from_values(coordinate.point, coordinate.step, coordinate.geometry, minus, center, plus)
+            geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
+            return difference_from_values(point, step, geometry, float(minus_values[k]), center, float(plus_values[k]))
         except GradCheckError as error:
-            raise at_coordinate(index, error) from error
+            raise at_coordinate(columns.coordinate(k), error) from error
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 
@@ -457,7 +573,9 @@ def _direction_displacement(planned: _PlannedParameter, original: np.ndarray) ->
         steps = planned.dtype.step_factor * np.maximum(1.0, np.abs(original))
     else:
         steps = np.full(original.shape, float(planned.step))
-    return steps * direction_signs(original.size).reshape(original.shape) / math.sqrt(original.size)
+    steps = steps * direction_signs(original.size).reshape(original.shape)
+    steps /= math.sqrt(original.size)
+    return steps
 
 
 def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> float:
@@ -506,9 +624,23 @@ def _confirmation_differences(planned, coordinate, difference: CentralDifference
     return differences
 
 
+def _planned_coordinate(planned: _PlannedParameter, k: int) -> PlannedCoordinate:
+    columns = planned.columns
+    point, step = float(columns.theta[k]), float(columns.step[k])
+    geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
+    coordinate = columns.coordinate(k)
+    sample = SampledCoordinate(int(columns.offsets[k]), coordinate)
+    return PlannedCoordinate(sample, point, float(columns.analytic[k]), step, geometry)
+
+
 def _judge_coordinate(
-    planned, coordinate, difference, counted, jitter: float, resolution: Resolution
+    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution
 ) -> CoordinateCheck:
+    """Coordinate k's record: its estimate at h, confirmed at the other steps by calling ``probing``
+    when it does not pass there (None when it is known to pass at h: no call is made)."""
+    planned = item.planned
+    coordinate = _planned_coordinate(planned, k)
+    difference = _difference(planned, k, item.minus_values, center, item.plus_values)
     analytic = coordinate.analytic
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
@@ -518,7 +650,9 @@ def _judge_coordinate(
     estimates = (primary,)
     judgement = judge_primary(primary, planned.tolerance, resolution)
     if judgement is None:
-        more = _confirmation_differences(planned, coordinate, difference, counted)
+        if probing is None:
+            raise AssertionError(f"the columns passed {coordinate.sample.coordinate} but judge_primary does not")
+        more = _confirmation_differences(planned, coordinate, difference, probing)
         estimates = with_step_sensitivity(
             [
                 primary,
@@ -583,36 +717,51 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
     )
 
 
-def _resolution(probed: list) -> tuple:
-    """The largest |analytic| or |numerical| of the whole check: of a coordinate, and of a direction."""
-    coordinates, directions = [0.0], [0.0]
-    for item in probed:
-        coordinates.append(_largest_gradient(item))
-        if item.direction is not None:
-            directions.append(item.direction.scale)
-    return max(coordinates), max(directions)
-
-
 def _largest_gradient(item: _Probed) -> float:
     """The largest |analytic| or |numerical| at the checked coordinates (an unchecked entry, maybe
     wrong, never sets the tolerance of the others)."""
-    analytic = [abs(coordinate.analytic) for coordinate in item.planned.coordinates]
-    return max([0.0] + analytic + [abs(difference.derivative) for difference in item.differences])
+    analytic, derivative = item.planned.columns.analytic, item.slopes.derivative
+    return max(0.0, float(np.max(np.abs(analytic))), float(np.max(np.abs(derivative))))
+
+
+def _kink_tolerances(planned: _PlannedParameter):
+    """The one-sided slopes' tolerance at each coordinate's step h: a number, or a column."""
+    if planned.kink_tolerance is not None:
+        return planned.kink_tolerance
+    if planned.step is None:
+        return planned.dtype.kink_tolerance
+    theta = planned.columns.theta
+    return np.maximum(planned.dtype.kink_tolerance, np.sqrt(planned.columns.step / np.maximum(1.0, np.abs(theta))))
 
 
 def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
-    planned = item.planned
+    planned, columns = item.planned, item.planned.columns
     resolution = Resolution(gradient=_largest_gradient(item), check=largest[0])
-    checks = tuple(
-        _judge_coordinate(planned, coordinate, difference, counted, jitter, resolution)
-        for coordinate, difference in zip(planned.coordinates, item.differences)
+    kink_tolerances = _kink_tolerances(planned)
+    primary = primary_columns(
+        columns,
+        item.minus_values,
+        counted.centers[0],
+        item.plus_values,
+        item.slopes,
+        epsilon=planned.dtype.epsilon,
+        jitter=jitter,
+        tolerance=planned.tolerance,
+        kink_tolerance=kink_tolerances,
+        resolution=resolution.gradient,
     )
+    center = counted.centers[0]
+    judged = {
+        k: _judge_coordinate(item, k, center, counted, jitter, resolution)
+        for k in np.flatnonzero(~primary.passed).tolist()
+    }
+    checks = CoordinateChecks(item, center, jitter, resolution, primary, judged)
     # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
     own = 0.0 if item.direction is None else item.direction.scale
     directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, check=largest[1]))
-    verdicts = {check.verdict for check in checks} | {directional.verdict}
+    verdicts = checks.verdicts() | {directional.verdict}
     verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
-    kink_tolerances = {check.kink.slopes.tolerance for check in checks}
+    unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     return ParameterCheck(
         name=planned.name,
         dtype=planned.dtype.name,
@@ -621,12 +770,12 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         requested_samples=planned.requested_samples,
         step=planned.step,
         tolerance=planned.tolerance,
-        kink_tolerance=kink_tolerances.pop() if len(kink_tolerances) == 1 else None,
+        kink_tolerance=float(unique[0]) if len(unique) == 1 else None,
         verdict=verdict,
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnose_parameter(checks, directional, np.asarray(planned.gradient, dtype=np.float64)),
+        diagnosis=diagnose_parameter(checks.failed(), checks.passing_index_columns(), directional, planned.gradient),
     )
 
 
@@ -638,13 +787,12 @@ def _report(checks: list, purity: PurityVerdict, step_advice, evaluations: int) 
         verdict = PASSED
     else:
         verdict = INCONCLUSIVE
-    coordinates = [record for check in checks for record in check.checks]
     return GradientCheckReport(
         verdict=verdict,
         passed=verdict == PASSED,
-        checked=len(coordinates),
-        failed=sum(1 for record in coordinates if record.verdict == FAILED),
-        inconclusive=sum(1 for record in coordinates if record.verdict in (INCONCLUSIVE, KINK)),
+        checked=sum(len(check.checks) for check in checks),
+        failed=sum(check.checks.count(FAILED) for check in checks),
+        inconclusive=sum(check.checks.count(INCONCLUSIVE) + check.checks.count(KINK) for check in checks),
         failing_parameters=tuple(check.name for check in checks if not check.passed),
         purity=purity,
         parameters=tuple(checks),
@@ -800,29 +948,30 @@ def _plan_parameter(
     reject_non_finite(array, gradient)
     if listed is not None:
         selection, requested = "explicit", None
-        samples_selected = _explicit_coordinates(listed, array.shape)
+        offsets = [sample.flat_index for sample in _explicit_coordinates(listed, array.shape)]
     elif samples == ALL_COORDINATES:
         selection, requested = "all", None
         count = element_count(array.shape)
         if count == 0:
             raise EmptyTensor()
-        samples_selected = sample_tensor_coordinates(array.shape, count)
+        validate_selection(count, coordinate_bytes=CHECKED_COORDINATE_BYTES)
+        offsets = np.arange(count, dtype=np.intp)
     else:
         selection, requested = sampler, samples
         if element_count(array.shape) == 0:
             raise EmptyTensor()
-        samples_selected = select_coordinates(array.shape, samples, gradient, sampler)
+        offsets = select_offsets(array.shape, samples, gradient, sampler)
 
     if _is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.
-        planned = plan_coordinates(array, gradient, samples_selected, dtype, probes=False)
+        planned = plan_columns(array, gradient, offsets, dtype, None, probes=False)
         representative = representative_coordinate(array.shape)
         try:
             finite_point(array, representative)
         except GradCheckError as error:
             raise at_coordinate(representative, error) from error
     else:
-        planned = plan_coordinates(array, gradient, samples_selected, dtype, step)
+        planned = plan_columns(array, gradient, offsets, dtype, step)
 
     return _PlannedParameter(
         name=name,
@@ -834,18 +983,17 @@ def _plan_parameter(
         step=step,
         tolerance=dtype.tolerance if tolerance is None else tolerance,
         kink_tolerance=kink_tolerance,
-        coordinates=planned,
+        columns=planned,
     )
 
 
 def _probed_at(planned: _PlannedParameter, step: float) -> _PlannedParameter:
     """``planned`` at the advised ``step``, its probes validated (AtParameter if one is invalid)."""
-    samples = [coordinate.sample for coordinate in planned.coordinates]
     try:
-        coordinates = plan_coordinates(planned.array, planned.gradient, samples, planned.dtype, step)
+        columns = with_probes(planned.columns, planned.dtype, step)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
-    return dataclasses.replace(planned, step=step, coordinates=coordinates)
+    return dataclasses.replace(planned, step=step, columns=columns)
 
 
 def _explicit_coordinates(listed, shape: tuple) -> list:

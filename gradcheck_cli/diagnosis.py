@@ -88,8 +88,11 @@ def _axis_name(rank: int, axis: int, index: int) -> str:
 
 
 def _confined(failing: list, passing: list, rank: int) -> str | None:
-    """Where the failures are confined to, when coordinates elsewhere pass and none there does."""
-    if not passing:
+    """Where the failures are confined to, when coordinates elsewhere pass and none there does.
+
+    ``passing`` holds, per axis, the index of every passing coordinate (numpy columns).
+    """
+    if not passing or len(passing[0]) == 0:
         return None
     if len(failing) == 1 and rank != 1:
         return f"coordinate {rust_list(failing[0].coordinate)}"
@@ -97,7 +100,7 @@ def _confined(failing: list, passing: list, rank: int) -> str | None:
         indices = {check.coordinate[axis] for check in failing}
         if len(indices) == 1:
             [index] = indices
-            if all(check.coordinate[axis] != index for check in passing):
+            if not np.any(passing[axis] == index):
                 return _axis_name(rank, axis, index)
     return None
 
@@ -117,13 +120,16 @@ def _transposed(failing: list, gradient: np.ndarray) -> bool:
     return True
 
 
-def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> Diagnosis | None:
-    """The Diagnosis of one parameter's CoordinateChecks and DirectionalCheck; None when nothing failed.
+def diagnose_parameter(failing: Sequence, passing: list, directional, gradient: np.ndarray) -> Diagnosis | None:
+    """The Diagnosis of one parameter's failed CoordinateChecks and DirectionalCheck; None when
+    nothing failed.
 
+    ``passing`` holds, per axis, the index of every coordinate that passed with a clearly nonzero
+    numerical value (numpy columns, see ``CoordinateChecks.passing_index_columns``).
     ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
     mirrored entries from it).
     """
-    failing = [check for check in checks if check.verdict == "failed"]
+    failing = list(failing)
     if not failing:
         if directional.verdict != "failed":
             return None
@@ -134,7 +140,6 @@ def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> D
             message="every checked coordinate passed but the directional test failed: the error is at "
             "coordinates the selection left out (check them all with --samples all)",
         )
-    passing = [check for check in checks if check.passed and _resolved(_decided(check))]
     ratio = _common_ratio([_decided(check) for check in failing])
     if _transposed(failing, gradient):
         return Diagnosis(
@@ -154,7 +159,7 @@ def diagnose_parameter(checks: Sequence, directional, gradient: np.ndarray) -> D
             where=where,
             message=f"only {where} fails and the rest passes{detail}: an indexing or broadcasting slip there",
         )
-    if ratio is not None and not passing:
+    if ratio is not None and (not passing or len(passing[0]) == 0):
         return _ratio_diagnosis(_nice(ratio))
     return Diagnosis(
         kind="unexplained",

@@ -84,11 +84,11 @@ def probe_direction(
     like a coordinate's own); a value that is not one real number is NonScalarEvaluation.
     """
     exact = original
-    step = multiplier * displacement
-    plus = (exact + step).astype(array.dtype)
-    minus = (exact - step).astype(array.dtype)
-    plus_shift = plus.astype(np.float64) - exact
-    minus_shift = exact - minus.astype(np.float64)
+    step = displacement if multiplier == 1.0 else multiplier * displacement  # 1·x is x, bit for bit
+    plus = (exact + step).astype(array.dtype, copy=False)
+    minus = (exact - step).astype(array.dtype, copy=False)
+    plus_shift = plus.astype(np.float64, copy=False) - exact
+    minus_shift = exact - minus.astype(np.float64, copy=False)
     if not (np.all(np.isfinite(plus_shift)) and np.all(np.isfinite(minus_shift))):
         return None
     moved = int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))

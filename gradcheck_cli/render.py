@@ -450,15 +450,10 @@ def _directional_lines(parameter) -> list:
 SHOWN_FAILURES = 3
 
 
-def _worst(parameter):
-    """The coordinate whose deciding estimate has the largest relative error."""
-    return max(parameter.checks, key=lambda record: record.estimates[record.decided_at].relative_error)
-
-
 def _summary_line(parameter) -> str:
-    worst = _worst(parameter)
-    failed = sum(1 for record in parameter.checks if record.verdict == "failed")
-    inconclusive = sum(1 for record in parameter.checks if not record.passed) - failed
+    worst = parameter.checks.worst()
+    failed = parameter.checks.count("failed")
+    inconclusive = len(parameter.checks.unpassed()) - failed
     return (
         f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
         f"checked={len(parameter.checks)} failed={failed} inconclusive={inconclusive} "
@@ -494,7 +489,7 @@ def _short_check_lines(report) -> list:
         lines.append(_summary_line(parameter))
         if parameter.diagnosis is not None:
             lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
-        unpassed = [record for record in parameter.checks if not record.passed]
+        unpassed = parameter.checks.unpassed()
         lines += [_short_coordinate_line(parameter.name, record) for record in unpassed[:SHOWN_FAILURES]]
         if len(unpassed) > SHOWN_FAILURES:
             lines.append(
@@ -525,7 +520,7 @@ def _check_lines(report) -> list:
                 lines.append(slopes_line(f"{label} one-sided slopes", record.kink.slopes))
             lines += _verdict_lines(label, record, "step")
         lines += _directional_lines(parameter)
-        failed = sum(1 for record in parameter.checks if record.verdict == "failed")
+        failed = parameter.checks.count("failed")
         if parameter.diagnosis is not None:
             lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
         lines.append(

@@ -27,6 +27,7 @@ __all__ = [
     "coordinate_from_offset",
     "offset_from_coordinate",
     "sample_tensor_coordinates",
+    "sampled_offsets",
 ]
 
 #: The largest element count a shape may have: numpy's (and torch's) signed 64-bit index.
@@ -34,6 +35,9 @@ MAX_ELEMENTS = 2**63 - 1
 #: The most one selected coordinate costs in memory, from its sample to its rendered result:
 #: 12.5 KB measured for `gradcheck check --samples all --json` (20 000 coordinates), rounded up.
 COORDINATE_BYTES = 16 * 1024
+#: What one coordinate of `check_gradients` costs, kept as columns (docs/performance.md, "A million
+#: coordinates": 230 bytes measured at 10^6 coordinates, its output streamed), rounded up.
+CHECKED_COORDINATE_BYTES = 512
 #: Selections up to this many coordinates (64 MB of records) are not measured against free memory.
 _UNMEASURED_SELECTION = 4096
 
@@ -96,13 +100,14 @@ def available_memory() -> int | None:
     return min(limits) if limits else None
 
 
-def validate_selection(count: int, role: str = "requested samples") -> int:
-    """``count`` selected coordinates, or TooManySamples when their records could not fit in memory."""
+def validate_selection(count: int, role: str = "requested samples", coordinate_bytes: int = COORDINATE_BYTES) -> int:
+    """``count`` selected coordinates, or TooManySamples when their records (``coordinate_bytes``
+    each) could not fit in memory."""
     if count <= _UNMEASURED_SELECTION:
         return count
     memory = available_memory()
-    if memory is not None and count > memory // COORDINATE_BYTES:
-        raise TooManySamples(role=role, count=count, limit=memory // COORDINATE_BYTES)
+    if memory is not None and count > memory // coordinate_bytes:
+        raise TooManySamples(role=role, count=count, limit=memory // coordinate_bytes)
     return count
 
 
@@ -166,6 +171,15 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
         records would not fit in the memory available
         (:func:`validate_selection`).
     """
+    shape = _validated_shape(shape)
+    return [
+        SampledCoordinate(offset, coordinate_from_offset(shape, offset))
+        for offset in sampled_offsets(shape, max_samples)
+    ]
+
+
+def sampled_offsets(shape: Sequence[int], max_samples: int) -> list:
+    """The flat offsets :func:`sample_tensor_coordinates` selects (same validation), as ints."""
     max_samples = validate_samples(max_samples)
     shape = _validated_shape(shape)
     elements = element_count(shape)
@@ -173,7 +187,5 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
         raise EmptyTensor()
     samples = validate_selection(min(max_samples, elements))
     if samples == 1:
-        offsets = [elements // 2]
-    else:
-        offsets = [k * (elements - 1) // (samples - 1) for k in range(samples)]
-    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in offsets]
+        return [elements // 2]
+    return [k * (elements - 1) // (samples - 1) for k in range(samples)]

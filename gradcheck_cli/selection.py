@@ -14,11 +14,11 @@ from .sampling import (
     SampledCoordinate,
     coordinate_from_offset,
     element_count,
-    offset_from_coordinate,
     sample_tensor_coordinates,
+    sampled_offsets,
 )
 
-__all__ = ["SAMPLERS", "structured_coordinates", "select_coordinates"]
+__all__ = ["SAMPLERS", "structured_coordinates", "structured_offsets", "select_coordinates", "select_offsets"]
 
 #: ``sampler=`` values: the structured selection (the default) and the chapter's flat offsets.
 SAMPLERS = ("structured", "chapter")
@@ -34,9 +34,41 @@ def _recurrence_multipliers(rank: int) -> tuple:
     return tuple(int(math.ldexp(root ** -(axis + 1), 64)) for axis in range(rank))
 
 
-def _spread_point(shape: tuple, multipliers: tuple, k: int) -> tuple:
-    """The k-th point of the R_d sequence (offset ½) scaled onto ``shape``'s index grid."""
-    return tuple((((_ONE >> 1) + k * step) % _ONE) * extent >> 64 for step, extent in zip(multipliers, shape))
+def _spread_offsets(shape: tuple, multipliers: tuple, first: int, count: int, square: bool) -> np.ndarray:
+    """The flat offsets of R_d points first … first+count−1 (offset ½) on ``shape``'s index grid, each
+    even-numbered off-diagonal point followed by its mirror when ``square``: exact 64-bit fixed point.
+
+    Point k's index on an axis of extent e is ⌊((2⁶³ + k·α) mod 2⁶⁴)·e / 2⁶⁴⌋, the 128-bit product
+    taken in 32-bit limbs.
+    """
+    k = np.arange(first, first + count, dtype=np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    thirty_two = np.uint64(32)
+    indices = []
+    with np.errstate(over="ignore"):
+        for step, extent in zip(multipliers, shape):
+            fraction = np.uint64(1 << 63) + k * np.uint64(step)  # mod 2⁶⁴ by wrapping
+            high_f, low_f = fraction >> thirty_two, fraction & low
+            high_e, low_e = np.uint64(extent >> 32), np.uint64(extent & 0xFFFFFFFF)
+            cross_one, cross_two = high_f * low_e, low_f * high_e
+            carry = (cross_one & low) + (cross_two & low) + ((low_f * low_e) >> thirty_two)
+            index = high_f * high_e + (cross_one >> thirty_two) + (cross_two >> thirty_two) + (carry >> thirty_two)
+            indices.append(index.astype(np.int64))
+    offsets = _flat(indices, shape)
+    if not square:
+        return offsets
+    mirrored = indices[:-2] + [indices[-1], indices[-2]]
+    paired = (k % np.uint64(2) == 0) & (indices[-1] != indices[-2])
+    both = np.stack([offsets, np.where(paired, _flat(mirrored, shape), -1)], axis=1).reshape(-1)
+    return both[both >= 0]
+
+
+def _flat(indices: list, shape: tuple) -> np.ndarray:
+    """Row-major flat offsets of per-axis index columns."""
+    offsets = np.zeros(len(indices[0]) if indices else 1, dtype=np.int64)
+    for index, extent in zip(indices, shape):
+        offsets = offsets * extent + index
+    return offsets
 
 
 def _largest(gradient: np.ndarray, count: int) -> list:
@@ -63,21 +95,44 @@ def structured_coordinates(shape: tuple, samples: int, gradient: np.ndarray) -> 
     elements = element_count(shape)
     if samples >= elements:
         return sample_tensor_coordinates(shape, elements)
-    chosen = dict.fromkeys(_largest(gradient, max(1, samples // 4)))
+    chosen = structured_offsets(shape, samples, gradient)
+    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in chosen]
+
+
+def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list:
+    """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N)."""
+    largest = _largest(gradient, max(1, samples // 4))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
-    k = 0
-    while len(chosen) < samples and k < 8 * samples + 64:
-        point = _spread_point(shape, multipliers, k)
-        chosen.setdefault(offset_from_coordinate(shape, point))
-        if square and k % 2 == 0 and point[-1] != point[-2] and len(chosen) < samples:
-            chosen.setdefault(offset_from_coordinate(shape, (*point[:-2], point[-1], point[-2])))
-        k += 1
-    for fallback in sample_tensor_coordinates(shape, samples):  # only for extents too narrow to spread
-        if len(chosen) >= samples:
-            break
-        chosen.setdefault(fallback.flat_index)
-    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in sorted(chosen)]
+    needed, limit, first = samples - len(largest), 8 * samples + 64, 0
+    taken = np.array(largest, dtype=np.int64)
+    new = np.zeros(0, dtype=np.int64)
+    while len(new) < needed and first < limit:  # batches of points until enough distinct ones
+        count = min(limit - first, max(64, 2 * (needed - len(new))))
+        candidates = np.concatenate([new, _spread_offsets(shape, multipliers, first, count, square)])
+        unique, where = np.unique(candidates, return_index=True)
+        fresh = ~np.isin(unique, taken)
+        new = candidates[np.sort(where[fresh])][:needed]
+        first += count
+    chosen = np.concatenate([taken, new])
+    if len(chosen) < samples:  # only for extents too narrow to spread
+        chosen = dict.fromkeys(chosen.tolist())
+        for fallback in sampled_offsets(shape, samples):
+            if len(chosen) >= samples:
+                break
+            chosen.setdefault(fallback)
+        chosen = np.array(list(chosen), dtype=np.int64)
+    return np.sort(chosen).tolist()
+
+
+def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:
+    """The flat offsets ``sampler`` selects, ascending: ``"structured"`` or the chapter's ``"chapter"``."""
+    if sampler == "chapter":
+        return sampled_offsets(shape, samples)
+    shape = tuple(shape)
+    if samples >= element_count(shape):
+        return list(range(element_count(shape)))
+    return structured_offsets(shape, samples, gradient)
 
 
 def select_coordinates(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:

@@ -27,8 +27,11 @@ def splitmix64(state: int) -> int:
 
 def splitmix64_array(states: np.ndarray) -> np.ndarray:
     """:func:`splitmix64` of every element of a uint64 array."""
-    # uint64 array arithmetic wraps modulo 2⁶⁴, as splitmix64 needs.
+    # uint64 array arithmetic wraps modulo 2⁶⁴, as splitmix64 needs; in place, one temporary.
     z = states + np.uint64(GOLDEN)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z

@@ -342,7 +342,10 @@ def test_5_a_selection_that_cannot_fit_in_memory_is_refused_up_front(problems, m
         "    w = np.zeros(10**7)\n"
         "    return (lambda p: float(p['w'][0]), {'w': w}, {'w': np.zeros(10**7)})\n"
     )
+    # A check keeps its coordinates as columns (CHECKED_COORDINATE_BYTES each): 1 GiB holds 2 million.
+    monkeypatch.setattr(sampling, "available_memory", lambda: 1 << 30)
     assert_bad_input(["check", f"{problems / 'huge.py'}:problem", "--samples", "all"], "selects 10000000 coordinates")
+    monkeypatch.setattr(sampling, "available_memory", lambda: 8 << 30)
     with pytest.raises(TooManySamples, match="selects 100000000 coordinates"):
         sampling.sample_tensor_coordinates([10**4, 10**4], 10**8)
     # The limit is the memory available, whatever it is: with room for 5000 coordinates' records,
@@ -351,6 +354,7 @@ def test_5_a_selection_that_cannot_fit_in_memory_is_refused_up_front(problems, m
     assert len(sampling.sample_tensor_coordinates([10**6], 5000)) == 5000
     with pytest.raises(TooManySamples, match="selects 5001 coordinates, more than the 5000"):
         sampling.sample_tensor_coordinates([10**6], 5001)
+    monkeypatch.setattr(sampling, "available_memory", lambda: 5000 * sampling.CHECKED_COORDINATE_BYTES)
     w = np.zeros(6000)
     with pytest.raises(GradCheckError, match="selects 6000 coordinates"):
         check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, samples="all")

@@ -1,0 +1,317 @@
+"""The coordinate sweep, column-wise: every selected coordinate's probes planned at once, the
+probing loop, and each estimate at the first step with its verdict, as numpy columns.
+
+The arithmetic is the scalar code's (:mod:`gradcheck_cli.estimator`, :mod:`gradcheck_cli.judge`)
+operation for operation, so every column is bit-identical to what those functions compute for
+one coordinate; a coordinate that is refused, or that does not pass at its first step, goes back
+to the scalar code (which raises the typed error, or confirms at other steps). How the verdict
+is decided is docs/method.md ("Verdicts").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
+from .errors import GradCheckError
+from .estimator import evaluated_value
+from .judge import ROUNDING_FACTOR
+from .tensors import at_coordinate
+
+__all__ = [
+    "ProbeColumns",
+    "index_columns",
+    "plan_columns",
+    "with_probes",
+    "probe_values",
+    "SlopeColumns",
+    "slope_columns",
+    "PrimaryColumns",
+    "primary_columns",
+]
+
+_FLOAT = float
+
+
+@dataclass(frozen=True)
+class ProbeColumns:
+    """One parameter's selected coordinates, a column each (all float64 but ``offsets``).
+
+    ``offsets`` are row-major flat offsets, in the order the coordinates are probed. ``theta``
+    and ``analytic`` are θ and the candidate there. ``step`` and the geometry columns are None
+    until a step is chosen (``step="auto"`` plans them after the advice).
+    """
+
+    shape: tuple
+    offsets: np.ndarray
+    theta: np.ndarray
+    analytic: np.ndarray
+    step: np.ndarray | None = None
+    minus_point: np.ndarray | None = None
+    plus_point: np.ndarray | None = None
+    minus_spacing: np.ndarray | None = None
+    plus_spacing: np.ndarray | None = None
+    left_weight: np.ndarray | None = None
+    right_weight: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def coordinate(self, k: int) -> tuple:
+        """The index tuple of the k-th coordinate."""
+        return tuple(int(position[0]) for position in index_columns(self.offsets[k : k + 1], self.shape))
+
+
+def index_columns(offsets: np.ndarray, shape: tuple) -> tuple:
+    """``np.unravel_index`` of row-major ``offsets``, also for a 0-d shape (where it is ())."""
+    return np.unravel_index(offsets, shape) if shape else ()
+
+
+def plan_columns(array: np.ndarray, gradient: np.ndarray, offsets, dtype: ProbeDtype, step: float | None, probes=True):
+    """θ and the analytic value at ``offsets`` (both already validated finite), and, with ``probes``,
+    the probes at the requested ``step`` (None: the dtype's default) validated like
+    :func:`~gradcheck_cli.dtypes.dtype_perturbations`: the first invalid one is its typed error in
+    AtCoordinate."""
+    offsets = np.asarray(offsets, dtype=np.intp).reshape(-1)
+    index = index_columns(offsets, array.shape)
+    theta = np.asarray(np.ndarray.__getitem__(array, index), dtype=np.float64).reshape(-1)
+    analytic = np.asarray(np.ndarray.__getitem__(np.asarray(gradient), index), dtype=np.float64).reshape(-1)
+    columns = ProbeColumns(tuple(array.shape), offsets, theta, analytic)
+    return with_probes(columns, dtype, step) if probes else columns
+
+
+def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) -> ProbeColumns:
+    """``columns`` with the probes and stencil at ``step`` (None: ε^(1/3)·max(1, |θ|) each)."""
+    theta = columns.theta
+    if step is None:
+        steps = dtype.step_factor * np.maximum(1.0, np.abs(theta))
+    else:
+        steps = np.full(theta.shape, float(step))
+    with np.errstate(over="ignore", invalid="ignore"):
+        minus, plus = _rounded_probes(theta, steps, dtype)
+        minus_spacing = theta - minus
+        plus_spacing = plus - theta
+        largest = np.maximum(minus_spacing, plus_spacing)
+        minus_unit = minus_spacing / largest
+        plus_unit = plus_spacing / largest
+        left_weight = plus_unit / (minus_unit + plus_unit)
+        right_weight = minus_unit / (minus_unit + plus_unit)
+        valid = np.isfinite(minus) & np.isfinite(plus) & (minus != theta) & (plus != theta)
+        valid &= np.isfinite(minus_spacing) & (minus_spacing > 0.0) & np.isfinite(plus_spacing) & (plus_spacing > 0.0)
+        valid &= np.isfinite(left_weight) & np.isfinite(right_weight)
+    if not valid.all():
+        _raise_first_invalid(columns, steps, dtype, int(np.argmin(valid)))
+    return ProbeColumns(
+        columns.shape,
+        columns.offsets,
+        theta,
+        columns.analytic,
+        steps,
+        minus,
+        plus,
+        minus_spacing,
+        plus_spacing,
+        left_weight,
+        right_weight,
+    )
+
+
+def _raise_first_invalid(columns: ProbeColumns, steps, dtype: ProbeDtype, k: int):
+    """The scalar code's typed error for the k-th coordinate's probes (which the columns found invalid)."""
+    try:
+        dtype_perturbations(float(columns.theta[k]), float(steps[k]), dtype)
+    except Exception as error:
+        raise at_coordinate(columns.coordinate(k), error) from error
+    raise AssertionError(f"the probe columns and dtype_perturbations disagree at {columns.coordinate(k)}")
+
+
+def _rounded_probes(theta: np.ndarray, steps: np.ndarray, dtype: ProbeDtype) -> tuple:
+    """fl(θ − h), fl(θ + h) rounded once into ``dtype`` (as f64 columns)."""
+    if dtype.significand_bits == 53:
+        return theta - steps, theta + steps
+    if dtype.significand_bits == 24:
+        return _float32_rounded(theta, -steps), _float32_rounded(theta, steps)
+    # bfloat16: one exact rational rounding per probe, as dtype_perturbations does it.
+    pairs = [(Fraction(t), Fraction(h)) for t, h in zip(theta.tolist(), steps.tolist())]
+    minus = [dtype.round_exact(point - step) for point, step in pairs]
+    plus = [dtype.round_exact(point + step) for point, step in pairs]
+    return np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
+
+
+def _float32_rounded(theta: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """The exact θ + shift rounded once to float32 (no double rounding through f64).
+
+    s = fl64(θ + shift) and its exact residual e (TwoSum). The exact sum lies between s and the
+    next f64 toward e, so when both round to the same float32 that is its rounding; where they do
+    not (a float32 midpoint or an overflow between them), the exact rational rounding decides.
+    """
+    total = theta + shift
+    back = total - theta
+    residual = (theta - (total - back)) + (shift - back)
+    rounded = total.astype(np.float32).astype(np.float64)
+    inexact = (residual != 0.0) | ~np.isfinite(total)
+    if inexact.any():
+        beyond = np.nextafter(total, np.where(residual > 0.0, np.inf, -np.inf))
+        hard = inexact & (beyond.astype(np.float32).astype(np.float64) != rounded)
+        hard |= ~np.isfinite(total)
+        for k in np.flatnonzero(hard).tolist():
+            rounded[k] = PROBE_DTYPES["float32"].round_exact(Fraction(float(theta[k])) + Fraction(float(shift[k])))
+    return rounded
+
+
+def probe_values(
+    array: np.ndarray,
+    columns: ProbeColumns,
+    start: int,
+    stop: int,
+    objective: Callable,
+    argument,
+    minus_values: list,
+    plus_values: list,
+    progress: Callable | None = None,
+) -> None:
+    """Probe coordinates ``start:stop``: each one's θ−h and θ+h written into ``array`` in turn, the
+    objective called as ``objective(argument)``, and θ's exact bits written back before the value
+    is looked at, whatever the objective does. The values are appended to ``minus_values`` and
+    ``plus_values``; a non-finite or non-scalar one is the typed error in AtCoordinate.
+    ``progress(k)`` after each coordinate k (counted from 1)."""
+    target, positions = _writable_target(array, columns, start, stop)
+    probes = np.stack([columns.minus_point[start:stop], columns.plus_point[start:stop]], axis=1).ravel().tolist()
+    originals = columns.theta[start:stop].tolist()
+    values, isfinite = [], math.isfinite
+    add = values.append
+    for j, probe in enumerate(probes):  # θ−h and θ+h of each coordinate in turn
+        k = j >> 1
+        position, original = positions[k], originals[k]
+        target[position] = probe
+        try:
+            value = objective(argument)
+        finally:
+            target[position] = original
+        if type(value) is not _FLOAT or not isfinite(value):
+            value = _checked(value, "plus" if j & 1 else "minus", columns, start + k)
+        add(value)
+        if progress is not None and j & 1:
+            progress(start + k + 1)
+    minus_values += values[0::2]
+    plus_values += values[1::2]
+
+
+def _checked(value, side: str, columns: ProbeColumns, k: int) -> float:
+    """An objective value that is not a finite Python float: converted, or its typed error."""
+    if type(value) is np.float64 and math.isfinite(value):
+        return float(value)
+    try:
+        return evaluated_value(side, value)
+    except GradCheckError as error:
+        raise at_coordinate(columns.coordinate(k), error) from error
+
+
+def _writable_target(array: np.ndarray, columns: ProbeColumns, start: int, stop: int) -> tuple:
+    """A plain-ndarray view that writes into ``array`` and the positions of coordinates start:stop in it.
+
+    A C-contiguous array is written through its flat view at flat offsets; any other through
+    index tuples. Either way ndarray's own indexing, never a subclass's.
+    """
+    plain = np.ndarray.view(array, np.ndarray)
+    if plain.flags.c_contiguous:
+        return plain.reshape(-1), columns.offsets[start:stop].tolist()
+    index = index_columns(columns.offsets[start:stop], columns.shape)
+    return plain, list(zip(*(axis.tolist() for axis in index)))
+
+
+@dataclass(frozen=True)
+class SlopeColumns:
+    """Each coordinate's one-sided slopes and three-point estimate at its first step h.
+
+    ``finite`` is False where a slope or the estimate is not finite (the scalar code's typed
+    error, :func:`~gradcheck_cli.estimator.difference_from_values`, is raised there).
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    derivative: np.ndarray
+    finite: np.ndarray
+
+
+def slope_columns(columns: ProbeColumns, minus_values: np.ndarray, center: float, plus_values: np.ndarray):
+    """The columns of what :func:`~gradcheck_cli.estimator.difference_from_values` computes."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        left = (center - minus_values) / columns.minus_spacing
+        right = (plus_values - center) / columns.plus_spacing
+        derivative = columns.left_weight * left + columns.right_weight * right
+    finite = np.isfinite(left) & np.isfinite(right) & np.isfinite(derivative)
+    return SlopeColumns(left, right, derivative, finite)
+
+
+@dataclass(frozen=True)
+class PrimaryColumns:
+    """Every coordinate's estimate at its first step h and whether it passes there.
+
+    What ``_coordinate_estimate`` and :func:`~gradcheck_cli.judge.judge_primary` compute per
+    coordinate: ``relative_error`` |a − n| / max(|a|, |n|), the error bar's ``bar`` (rounding
+    and jitter), and ``passed``, True where the verdict is decided at h (the rest are confirmed
+    at other steps by the scalar code).
+    """
+
+    relative_error: np.ndarray
+    bar: np.ndarray
+    passed: np.ndarray
+
+
+def primary_columns(
+    columns: ProbeColumns,
+    minus_values: np.ndarray,
+    center: float,
+    plus_values: np.ndarray,
+    slopes: SlopeColumns,
+    *,
+    epsilon: float,
+    jitter: float,
+    tolerance: float,
+    kink_tolerance,
+    resolution: float,
+) -> PrimaryColumns:
+    """The estimate at h of every coordinate and its verdict there (every slope finite).
+
+    ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
+    ``resolution`` the parameter's largest |analytic| or |numerical|.
+    """
+    left, right, derivative = slopes.left, slopes.right, slopes.derivative
+    slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
+    consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
+    largest_value = np.maximum(np.maximum(np.abs(minus_values), abs(center)), np.abs(plus_values))
+    epsilons = _value_epsilons(minus_values, center, plus_values, epsilon)
+    left_gain = columns.left_weight / columns.minus_spacing
+    right_gain = columns.right_weight / columns.plus_spacing
+    gain = left_gain + right_gain + np.abs(left_gain - right_gain)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bar = ROUNDING_FACTOR * epsilons * largest_value * gain + jitter * gain
+    analytic = columns.analytic
+    scale = np.maximum(np.abs(analytic), np.abs(derivative))
+    gap = np.abs(analytic - derivative)
+    relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
+    agrees = consistent & (relative <= tolerance)
+    zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
+    within = consistent & ((zero & (bar <= tolerance * resolution)) | (gap + bar <= tolerance * resolution))
+    return PrimaryColumns(relative, bar, agrees | within)
+
+
+def _value_epsilons(minus_values: np.ndarray, center: float, plus_values: np.ndarray, epsilon: float):
+    """:func:`gradcheck_cli.judge.value_epsilon` of each coordinate's three values, as a column."""
+    if epsilon >= 2.0**-7:
+        return np.full(minus_values.shape, epsilon)
+    with np.errstate(over="ignore"):
+        singles = [np.asarray(values, dtype=np.float64).astype(np.float32) for values in (minus_values, center)]
+        singles.append(plus_values.astype(np.float32))
+    single = np.ones(minus_values.shape, dtype=bool)
+    half = np.ones(minus_values.shape, dtype=bool)
+    for values, rounded in zip((minus_values, center, plus_values), singles):
+        single &= rounded.astype(np.float64) == values
+        half &= (rounded.view(np.uint32) & 0xFFFF) == 0
+    return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)

@@ -1,0 +1,145 @@
+"""sweep.py: the column-wise coordinate sweep is the scalar code, bit for bit, and a check keeps
+its coordinates as columns."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gradcheck_cli.check import CoordinateChecks, check_gradients
+from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
+from gradcheck_cli.errors import GradCheckError
+from gradcheck_cli.judge import PASSED
+from gradcheck_cli.records import same_bits
+from gradcheck_cli.sweep import plan_columns, with_probes
+
+
+def _bits(values) -> list:
+    return [np.float64(value).view(np.uint64).item() for value in values]
+
+
+@st.composite
+def points_and_steps(draw, dtype_name):
+    if dtype_name == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        dtype, info = np.dtype(ml_dtypes.bfloat16), ml_dtypes.finfo(ml_dtypes.bfloat16)
+    else:
+        dtype, info = np.dtype(dtype_name), np.finfo(dtype_name)
+    magnitude = st.floats(min_value=float(info.smallest_subnormal), max_value=float(info.max))
+    points = draw(st.lists(st.one_of(magnitude, magnitude.map(lambda x: -x), st.just(0.0)), min_size=1, max_size=8))
+    points = np.array(points, dtype=np.float64).astype(dtype)
+    step = draw(
+        st.one_of(
+            st.floats(min_value=1e-45, max_value=1e39),
+            st.sampled_from([2.0**-24, 2.0**-25, 3 * 2.0**-26, 1e-7, 2.0**-8, 2.0**-9]),
+        )
+    )
+    return points, step
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "float32", "bfloat16"])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_probe_columns_are_dtype_perturbations_bit_for_bit(dtype_name, data):
+    points, step = data.draw(points_and_steps(dtype_name))
+    dtype = probe_dtype(dtype_name)
+    for requested in (step, None):
+        scalar, first_error = [], None
+        for point in points.astype(np.float64).tolist():
+            try:
+                h = dtype.default_step(point) if requested is None else requested
+                scalar.append(dtype_perturbations(point, h, dtype))
+            except GradCheckError as error:
+                first_error = error
+                break
+        columns = plan_columns(points, np.zeros(points.shape), range(points.size), dtype, None, probes=False)
+        if first_error is not None:
+            with pytest.raises(GradCheckError) as raised:
+                with_probes(columns, dtype, requested)
+            assert raised.value.source.to_dict() == first_error.to_dict()  # AtCoordinate of the same error
+            continue
+        planned = with_probes(columns, dtype, requested)
+        for name in ("minus_point", "plus_point", "minus_spacing", "plus_spacing", "left_weight", "right_weight"):
+            assert _bits(getattr(planned, name)) == _bits([getattr(geometry, name) for geometry in scalar]), name
+
+
+def _problem(seed: int, shape: tuple, dtype, wrong: str):
+    """sum(c·sin(θ)) + ½‖θ‖² in ``dtype``, its gradient with a bug of kind ``wrong``."""
+    random = np.random.default_rng(seed)
+    theta = random.standard_normal(shape).astype(dtype)
+    weights = random.standard_normal(shape) * 10.0 ** random.integers(-6, 4)
+
+    def objective(parameters):
+        x = np.asarray(parameters["x"], dtype=np.float64)
+        return float(np.sum(weights * np.sin(x)) + 0.5 * np.sum(x * x))
+
+    gradient = weights * np.cos(theta.astype(np.float64)) + theta.astype(np.float64)
+    if wrong == "scale":
+        gradient = 2.0 * gradient
+    elif wrong == "one":
+        gradient.reshape(-1)[random.integers(gradient.size)] += 1.0
+    elif wrong == "tiny":
+        gradient = gradient * (1 + 1e-9)
+    return objective, theta, gradient
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from([(1,), (7,), (3, 4), (5, 5), (2, 3, 4)]),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    wrong=st.sampled_from(["none", "scale", "one", "tiny"]),
+    samples=st.sampled_from([1, 4, 16, "all"]),
+)
+def test_records_built_from_columns_agree_with_the_columns(seed, shape, dtype, wrong, samples):
+    objective, theta, gradient = _problem(seed, shape, dtype, wrong)
+    report = check_gradients(objective, {"x": theta}, {"x": gradient}, samples=samples)
+    checks = report.parameters[0].checks
+    assert isinstance(checks, CoordinateChecks)
+    records = list(checks)  # each record rebuilt by the scalar code: it asserts the columns' verdict
+    assert len(records) == len(checks) == report.checked
+    assert checks.count(PASSED) == sum(record.passed for record in records)
+    assert checks.unpassed() == [record for record in records if not record.passed]
+    worst = max(records, key=lambda record: record.estimates[record.decided_at].relative_error)
+    assert checks.worst() == worst
+    for record in records:
+        if record.passed and len(record.estimates) == 1:
+            difference = record.difference
+            assert same_bits(record.estimates[0].numerical, difference.derivative)
+            assert math.isfinite(record.estimates[0].error_bar.total)
+
+
+def test_a_check_keeps_its_coordinates_as_columns_and_reads_like_a_sequence():
+    objective, theta, gradient = _problem(3, (6, 6), np.float64, "one")
+    report = check_gradients(objective, {"x": theta}, {"x": gradient}, samples="all")
+    checks = report.parameters[0].checks
+    assert len(checks) == 36
+    assert checks[-1] == checks[35] and checks[0] == checks[-36]
+    assert checks[2:5] == tuple(checks[k] for k in (2, 3, 4))
+    with pytest.raises(IndexError):
+        checks[36]
+    assert [record.coordinate for record in checks] == [(i, j) for i in range(6) for j in range(6)]
+    assert "1 confirmed at other steps" in repr(checks) or "confirmed at other steps" in repr(checks)
+    # to_dict() is plain lists, as json.dumps's C encoder needs; the same as the records' own
+    document = report.to_dict()
+    coordinates = document["parameters"][0]["checks"]
+    assert type(coordinates) is list and coordinates == [record.to_dict() for record in checks]
+    assert json.loads(json.dumps(document)) == json.loads(json.dumps(document, indent=2))
+    again = check_gradients(objective, {"x": theta}, {"x": gradient}, samples="all")
+    assert again == report
+
+
+def test_a_float32_probe_whose_f64_difference_lands_on_a_midpoint_is_rounded_once():
+    # 1 − (5·2⁻²⁵ + 2⁻⁷⁵) rounds in f64 to 1 − 2.5·2⁻²⁴, the float32 midpoint between 1 − 3·2⁻²⁴ and
+    # 1 − 2·2⁻²⁴, which a cast rounds to even (1 − 2⁻²³); the exact value is below it: 1 − 3·2⁻²⁴.
+    step = 5 * 2.0**-25 + 2.0**-75
+    points = np.array([1.0, -1.0], dtype=np.float32)
+    dtype = probe_dtype("float32")
+    columns = with_probes(plan_columns(points, np.zeros(2), range(2), dtype, None, probes=False), dtype, step)
+    assert columns.minus_point.tolist() == [1.0 - 3 * 2.0**-24, -1.0 - 2.0**-23]
+    assert columns.plus_point.tolist() == [1.0 + 2.0**-23, -1.0 + 3 * 2.0**-24]
+    assert columns.minus_point[0] == dtype_perturbations(1.0, step, dtype).minus_point
+    assert float(np.float32(1.0 - step)) == 1.0 - 2.0**-23  # one f64 subtraction and a cast: rounded twice
