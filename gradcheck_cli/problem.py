@@ -10,6 +10,7 @@ same mapping of arrays, which the checkers perturb in place and restore.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import importlib
 import importlib.util
 import os
@@ -159,16 +160,76 @@ def reject_shared_memory(parameters: Mapping, names) -> None:
 
     Perturbing one coordinate of ``names[i]`` must perturb nothing else the
     objective reads, so each named array is compared with every array in
-    ``parameters``, unselected ones included. The pair is named in the
-    problem's order.
+    ``parameters``, unselected ones included (two unselected arrays may
+    share memory). The pair is named in the problem's order. When several
+    pairs share memory, the one reported is that of the first name in
+    ``names`` that shares memory with anything, with its first such array in
+    the problem's order.
+
+    Only pairs whose byte extents ([low, high) from ``byte_bounds``)
+    intersect can share memory, so the extents are sorted and swept, and
+    only the intersecting pairs that hold a named array get the exact test
+    (:func:`_overlap`): O(P log P) for P arrays plus one exact test per
+    candidate pair. Separate arrays and disjoint slices of one buffer (each
+    parameter its own contiguous stretch of a flat buffer) give no
+    candidates at all. The worst case is views whose extents all intersect
+    without sharing memory, such as strided views interleaved in one
+    buffer (``base[0::k]``, ``base[1::k]``, ...): every named one is then a
+    candidate with all of them, and the check falls back to the pairwise
+    exact tests, O(P²).
     """
+    names = list(names)
     arrays = [(name, value) for name, value in parameters.items() if isinstance(value, np.ndarray)]
-    order = list(parameters)
+    if not arrays:
+        return
+    order = {name: position for position, name in enumerate(parameters)}
+    candidates = _extent_candidates(arrays, set(names))
     for name in names:
-        for other, array in arrays:
-            if other != name and _overlap(parameters[name], array):
-                first, second = sorted((name, other), key=order.index)
+        value = parameters[name]
+        # A named value that is not an ndarray has no extent here: compared with every array, as before.
+        others = candidates.get(name, ()) if isinstance(value, np.ndarray) else arrays
+        for other, array in others:
+            if other != name and _overlap(value, array):
+                first, second = sorted((name, other), key=order.__getitem__)
                 raise SharedParameterMemory(first=first, second=second)
+
+
+def _extent_candidates(arrays: list, selected: set) -> dict:
+    """For each array of ``arrays`` named in ``selected``, the (name, array) pairs whose byte extents
+    intersect its own, in the order of ``arrays``.
+
+    The extents are the ones ``np.may_share_memory`` compares: half-open
+    ``[low, high)``, and empty for a zero-size array, which so shares memory
+    with nothing (as ``_overlap`` has it). Sorted by low, swept with the extents still open (a heap by
+    high): each new extent intersects exactly the open ones. Open named and
+    unnamed extents are kept apart, so two unnamed arrays are never paired.
+    """
+    extents = []
+    for position, (_, array) in enumerate(arrays):
+        if array.size == 0:
+            continue
+        low, high = _byte_bounds(array)
+        if low < high:
+            extents.append((low, high, position))
+    extents.sort()
+    named = {position for position, (name, _) in enumerate(arrays) if name in selected}
+    partners = {}
+    open_named, open_unnamed, closing = set(), set(), []
+    for low, high, position in extents:
+        while closing and closing[0][0] <= low:
+            _, closed = heapq.heappop(closing)
+            open_named.discard(closed)
+            open_unnamed.discard(closed)
+        for other in open_named:
+            partners.setdefault(other, []).append(position)
+        if position in named:
+            if open_named or open_unnamed:
+                partners.setdefault(position, []).extend((*open_named, *open_unnamed))
+            open_named.add(position)
+        else:
+            open_unnamed.add(position)
+        heapq.heappush(closing, (high, position))
+    return {arrays[position][0]: [arrays[other] for other in sorted(others)] for position, others in partners.items()}
 
 
 def validated_whole_gradients(problem: GradientProblem, names) -> dict:
@@ -204,6 +265,11 @@ def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
             source = error(point=value) if error is NonFinitePoint else error(value=value)
             raise AtCoordinate(coordinate=list(index), source=source)
 
+
+try:  # numpy >= 2.0
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # numpy < 2.0
+    _byte_bounds = np.byte_bounds
 
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
 

@@ -1,4 +1,5 @@
-"""load_problem: FILE.py:FUNCTION and package.module:FUNCTION, and every way they can go wrong."""
+"""load_problem: FILE.py:FUNCTION and package.module:FUNCTION, and every way they can go wrong;
+reject_shared_memory against a pairwise reference."""
 
 import json
 import re
@@ -6,8 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gradcheck_cli import GradientProblem, check_problem
+from gradcheck_cli import problem as problem_module
 from gradcheck_cli.errors import (
     GradCheckError,
     InvalidProblemReference,
@@ -18,8 +22,9 @@ from gradcheck_cli.errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
+    SharedParameterMemory,
 )
-from gradcheck_cli.problem import as_problem, load_problem
+from gradcheck_cli.problem import as_problem, load_problem, reject_shared_memory
 
 PROBLEM_SOURCE = """
 import numpy as np
@@ -223,3 +228,138 @@ def test_as_problem_passes_a_problem_through():
         "expected a GradientProblem or (objective, parameters, gradients) from the problem, "
         "got a value of type NoneType"
     )
+
+
+# --- reject_shared_memory: the byte-extent sweep against every pair ------------------------------
+
+
+def pairwise_shared_memory(parameters, names):
+    """The pair reject_shared_memory must report, or None: each name in turn against every array, exactly.
+
+    The first name of ``names`` that shares memory with any other array of
+    ``parameters`` (np.shares_memory, exact: these arrays are small), with
+    its first such array in the mapping's order; the pair in the mapping's
+    order. A value that is not an ndarray is compared when named, never as
+    the other one.
+    """
+    order = list(parameters)
+    arrays = [(name, value) for name, value in parameters.items() if isinstance(value, np.ndarray)]
+    for name in names:
+        for other, array in arrays:
+            if other != name and np.shares_memory(parameters[name], array):
+                return tuple(sorted((name, other), key=order.index))
+    return None
+
+
+def shared_memory_outcome(parameters, names):
+    try:
+        reject_shared_memory(parameters, names)
+    except SharedParameterMemory as error:
+        return error.first, error.second
+    return None
+
+
+FLAT = 48  # elements of the flat buffer most views are cut from; also seen as a [6, 8] grid
+
+
+@st.composite
+def parameter_value(draw, flat, other, earlier):
+    """One parameter value: a view of ``flat`` or ``other``, a separate array, an earlier value again,
+    a zero-size array, or (rarely) something that is not an ndarray."""
+    kind = draw(
+        st.sampled_from(
+            ["slice", "slice", "grid", "transposed", "interleaved", "separate", "again", "zero-size", "not an array"]
+        )
+    )
+    if kind == "again" and earlier:
+        value = draw(st.sampled_from(earlier))
+        return value if draw(st.booleans()) else value[...]  # the same object, or a new view of all of it
+    if kind == "grid":
+        grid = flat.reshape(6, 8)
+        rows = slice(draw(st.integers(0, 6)), draw(st.integers(0, 6)), draw(st.sampled_from([1, 2, 3, -1])))
+        columns = slice(draw(st.integers(0, 8)), draw(st.integers(0, 8)), draw(st.sampled_from([1, 2, -2])))
+        view = grid[rows, columns]
+        return view.T if draw(st.booleans()) else view
+    if kind == "transposed":
+        rows, columns = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        start = draw(st.integers(0, FLAT - rows * columns))
+        return flat[start : start + rows * columns].reshape(rows, columns).T
+    if kind == "interleaved":
+        # base[k::stride]: extents that intersect every other such view, whether or not they share an element.
+        stride = draw(st.sampled_from([2, 3, 4]))
+        return flat[draw(st.integers(0, stride - 1)) :: stride]
+    if kind == "separate":
+        return np.zeros(draw(st.integers(1, 4)))
+    if kind == "zero-size":
+        return draw(st.sampled_from([np.zeros((0, 3)), flat[5:5], flat.reshape(6, 8)[2:2, ::2], flat[::-1][:0]]))
+    if kind == "not an array":
+        start = draw(st.integers(0, FLAT - 1))
+        choices = [1.5, [1.0, 2.0], memoryview(flat[start : start + 3])]  # a memoryview shares flat's memory
+        return choices[draw(st.integers(0, len(choices) - 1))]
+    buffer = draw(st.sampled_from([flat, flat, other]))
+    start, stop = draw(st.integers(0, buffer.size)), draw(st.integers(0, buffer.size))
+    return buffer[start : stop : draw(st.sampled_from([1, 1, 2, 3, -1, -2]))]
+
+
+@st.composite
+def shared_memory_cases(draw):
+    """(parameters, names): up to 8 values in a random mapping order, a random selection in a random order."""
+    flat, other = np.zeros(FLAT), np.zeros(24)
+    values = []
+    for _ in range(draw(st.integers(0, 8))):
+        values.append(draw(parameter_value(flat, other, [value for value in values if isinstance(value, np.ndarray)])))
+    names = [f"p{index}" for index in range(len(values))]
+    order = draw(st.permutations(range(len(values))))
+    parameters = {names[index]: values[index] for index in order}
+    selection = draw(st.permutations(names))[: draw(st.integers(0, len(names)))]
+    if draw(st.booleans()):
+        selection = [name for name in parameters if name in selection]  # the problem's order, as check_gradients has it
+    return parameters, selection
+
+
+@given(shared_memory_cases())
+def test_the_shared_memory_check_reports_what_the_pairwise_comparison_does(case):
+    parameters, names = case
+    assert shared_memory_outcome(parameters, names) == pairwise_shared_memory(parameters, names)
+
+
+def test_the_reported_pair_is_the_first_name_s_first_overlap_in_the_problem_s_order():
+    base = np.zeros(10)
+    parameters = {"a": base[0:2], "b": base[4:6], "c": base[3:8], "d": base[5:9], "e": base[0:1]}
+    assert shared_memory_outcome(parameters, ["d", "a"]) == ("b", "d")  # d's first overlap is b, before c
+    assert shared_memory_outcome(parameters, ["a", "d"]) == ("a", "e")
+    assert shared_memory_outcome(parameters, ["c"]) == ("b", "c")
+
+
+def test_arrays_that_share_memory_are_no_error_when_neither_is_selected():
+    base = np.zeros(6)
+    parameters = {"u": base[:4], "w": np.zeros(3), "v": base[2:]}
+    reject_shared_memory(parameters, ["w"])
+    assert shared_memory_outcome(parameters, ["w", "v"]) == ("u", "v")
+
+
+def test_a_thousand_disjoint_slices_of_one_buffer_pass_without_an_exact_test(monkeypatch):
+    buffer = np.zeros(1024 * 16)
+    parameters = {f"layer{index}.weight": buffer[16 * index : 16 * (index + 1)].reshape(4, 4) for index in range(1024)}
+    exact_tests = []
+
+    def counted_overlap(first, second):
+        exact_tests.append(1)
+        return np.shares_memory(first, second)
+
+    monkeypatch.setattr(problem_module, "_overlap", counted_overlap)
+    reject_shared_memory(parameters, list(parameters))
+    assert exact_tests == []  # disjoint extents: not one candidate pair
+    # The whole buffer beside them is a candidate with each slice, and shares memory with the first.
+    parameters["buffer"] = buffer
+    assert shared_memory_outcome(parameters, list(parameters)) == ("layer0.weight", "buffer")
+    assert len(exact_tests) == 1
+
+
+def test_interleaved_strided_views_all_candidates_and_none_shared():
+    # The documented worst case: every pair's extents intersect, so every pair gets the exact test.
+    base = np.zeros(64 * 8)
+    parameters = {f"p{index}": base[index::64] for index in range(64)}
+    reject_shared_memory(parameters, list(parameters))
+    parameters["p64"] = base[63::64][1:]
+    assert shared_memory_outcome(parameters, ["p64"]) == ("p63", "p64")
