@@ -6,6 +6,7 @@ coordinates is in docs/method.md ("Which coordinates").
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,6 +27,7 @@ SAMPLERS = ("structured", "chapter")
 _ONE = 1 << 64
 
 
+@functools.lru_cache(maxsize=16)
 def _recurrence_multipliers(rank: int) -> tuple:
     """The R_d low-discrepancy sequence's steps α_j = φ_d^−(j+1) as 64-bit fixed-point integers."""
     root = 2.0

@@ -122,13 +122,15 @@ def test_bfloat16_probe_halfway_case_whatever_the_conversion_does():
     assert dtype_perturbations(1.0, step, BFLOAT16).plus_point == 1.0 + 2.0**-7
 
 
-def test_ml_dtypes_converts_float64_to_bfloat16_through_float32():
+def test_bfloat16_probes_never_depend_on_how_ml_dtypes_converts_float64():
     # Why dtypes.py never hands an unrounded f64 to ml_dtypes: 1 + 2⁻⁸ + 2⁻³⁰ is an f64 above the
-    # bfloat16 halfway point 1 + 2⁻⁸, so bfloat16's nearest value is 1 + 2⁻⁷. ml_dtypes rounds to
-    # float32 first (2⁻³⁰ is below half a float32 ulp: the tie 1 + 2⁻⁸), then to even: 1.0.
+    # bfloat16 halfway point 1 + 2⁻⁸, so bfloat16's nearest value is 1 + 2⁻⁷. ml_dtypes up to 0.6
+    # rounds to float32 first (2⁻³⁰ is below half a float32 ulp: the tie 1 + 2⁻⁸), then to even:
+    # 1.0; 0.7 rounds once. The probes come from the exact rounding either way.
     value = 1.0 + 2.0**-8 + 2.0**-30
-    assert float(np.asarray(value).astype(ml_dtypes.bfloat16)) == 1.0
+    assert float(np.asarray(value).astype(ml_dtypes.bfloat16)) in (1.0, 1.0 + 2.0**-7)
     assert BFLOAT16.round_exact(Fraction(value)) == 1.0 + 2.0**-7
+    assert dtype_perturbations(1.0, 2.0**-8 + 2.0**-30, BFLOAT16).plus_point == 1.0 + 2.0**-7
 
 
 def test_subnormal_ties_round_to_even():
