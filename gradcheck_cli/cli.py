@@ -35,6 +35,7 @@ and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 import functools
 import importlib
 import io
+import itertools
 import os
 import sys
 from typing import NamedTuple
@@ -189,7 +190,7 @@ def run(output_format: str, compute) -> None:
     ctx = click.get_current_context()
     try:
         report = compute()
-        text = render.render(report.sections, output_format)
+        text, rest = render.gathered(render.render_chunks(report.sections, output_format), render.STREAM_THRESHOLD)
     except GradCheckError as error:
         render.write_error(error, output_format)
         ctx.exit(exit_status(error))
@@ -197,8 +198,22 @@ def run(output_format: str, compute) -> None:
         # Caught here rather than by click, which would print an empty line first.
         render.write_interrupted()
         ctx.exit(exit_status(interrupt))
-    render.emit(text)
-    ctx.exit(exit_status(report))
+    if rest is None:
+        render.emit(text)
+        ctx.exit(exit_status(report))
+    ctx.exit(_stream(text, rest, exit_status(report)))
+
+
+def _stream(text: str, rest, status: int) -> int:
+    """Write an output too long to hold whole as it is rendered: ``text`` then each piece of ``rest``,
+    straight to the real stdout; the exit status, or that of a stdout that failed (see deliver)."""
+    held = sys.stdout
+    stream = held.stream if isinstance(held, HeldStdout) else held
+    if isinstance(held, HeldStdout):
+        text = held.getvalue() + text
+        held.seek(0)
+        held.truncate()
+    return deliver(itertools.chain([text], rest), stream, status)
 
 
 class HeldStdout(io.StringIO):
@@ -220,15 +235,17 @@ class HeldStdout(io.StringIO):
         return getattr(self.stream, "isatty", lambda: False)()
 
 
-def deliver(text: str, stream, status: int) -> int:
-    """Write ``text`` to ``stream`` and return ``status``, or the status of a stdout that failed.
+def deliver(text, stream, status: int) -> int:
+    """Write ``text`` (a string, or an iterable of them) to ``stream`` and return ``status``, or the
+    status of a stdout that failed.
 
     A reader that went away is 141 and says nothing; any other failure to
     write (a full disk, a closed descriptor) is one line on stderr and 74.
     """
     try:
-        if text:
-            render.emit(text, stream)
+        for piece in [text] if isinstance(text, str) else text:
+            if piece:
+                render.emit(piece, stream)
         return status
     except BrokenPipeError as closed:
         _silence_stdout(stream)

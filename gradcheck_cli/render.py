@@ -98,11 +98,52 @@ def render(sections: Sequence[Section], output_format: str, stream=None) -> str:
     failure while rendering leaves stdout empty. ``stream`` is where the
     output will go (a terminal's tables get its width and colour).
     """
+    return "".join(render_chunks(sections, output_format, stream))
+
+
+def render_chunks(sections: Sequence[Section], output_format: str, stream=None):
+    """The output of ``sections`` as an iterator of strings, made as they are asked for.
+
+    JSON and text are produced piece by piece (a parameter's coordinates are turned into records,
+    dictionaries and lines one at a time), so an output far larger than memory can be written as
+    it is made; tables are one piece.
+    """
     if output_format == "json":
-        return json_text({section.key: section.results for section in sections})
+        return json_chunks({section.key: section.results for section in sections})
     if output_format == "table":
-        return _tables().render([section.table() for section in sections], sys.stdout if stream is None else stream)
-    return "".join(line + "\n" for section in sections for line in section.lines())
+        return iter(
+            [_tables().render([section.table() for section in sections], sys.stdout if stream is None else stream)]
+        )
+    return (line + "\n" for section in sections for line in section.lines())
+
+
+#: Output up to this many characters is rendered whole before the first byte is written (so Ctrl-C
+#: or a failure while rendering leaves stdout empty); a longer one is written as it is rendered.
+STREAM_THRESHOLD = 16 * 1024 * 1024
+
+
+def gathered(chunks, limit: int) -> tuple:
+    """(the text of ``chunks`` up to about ``limit`` characters, the iterator of the rest or None if
+    that was all), and a batching of the rest into pieces of about a megabyte."""
+    head, size = [], 0
+    for chunk in chunks:
+        head.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return "".join(head), _batched(chunks, 1 << 20)
+    return "".join(head), None
+
+
+def _batched(chunks, size: int):
+    batch, length = [], 0
+    for chunk in chunks:
+        batch.append(chunk)
+        length += len(chunk)
+        if length >= size:
+            yield "".join(batch)
+            batch, length = [], 0
+    if batch:
+        yield "".join(batch)
 
 
 def write(sections: Sequence[Section], output_format: str, stream=None) -> None:
@@ -117,9 +158,17 @@ def json_text(document) -> str:
     ``to_dict()`` (non-finite floats become "NaN", "inf", "-inf"), and
     ``allow_nan=False`` guarantees that no NaN or Infinity token escapes.
     """
+    return "".join(json_chunks(document))
+
+
+def json_chunks(document):
+    """:func:`json_text` of ``document`` as an iterator of strings, converted as it is encoded: a
+    parameter's coordinates become dictionaries one at a time (``json_ready(..., lazy=True)``)."""
     import json
 
-    return json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"
+    encoder = json.JSONEncoder(indent=2, allow_nan=False)
+    yield from encoder.iterencode(json_ready(document, lazy=True))
+    yield "\n"
 
 
 def write_json(document, stream=None) -> None:
@@ -509,27 +558,28 @@ def _check_tail(report) -> list:
     ]
 
 
-def _check_lines(report) -> list:
-    lines = [] if report.step_advice is None else _problem_step_advice_lines(report.step_advice)
+def _check_lines(report):
+    """Every line of a verbose check, made one coordinate at a time (a generator)."""
+    if report.step_advice is not None:
+        yield from _problem_step_advice_lines(report.step_advice)
     for parameter in report.parameters:
-        lines.append(_parameter_line(parameter))
+        yield _parameter_line(parameter)
         for record in parameter.checks:
             label = _coordinate_label(parameter.name, record.coordinate)
-            lines += check_lines(label, record)
+            yield from check_lines(label, record)
             if record.kink.suspected:
-                lines.append(slopes_line(f"{label} one-sided slopes", record.kink.slopes))
-            lines += _verdict_lines(label, record, "step")
-        lines += _directional_lines(parameter)
-        failed = parameter.checks.count("failed")
+                yield slopes_line(f"{label} one-sided slopes", record.kink.slopes)
+            yield from _verdict_lines(label, record, "step")
+        yield from _directional_lines(parameter)
         if parameter.diagnosis is not None:
-            lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
-        lines.append(
-            f"{parameter.name} check: checked={len(parameter.checks)} failed={failed} "
+            yield diagnosis_line(parameter.name, parameter.diagnosis)
+        yield (
+            f"{parameter.name} check: checked={len(parameter.checks)} failed={parameter.checks.count('failed')} "
             f"verdict={parameter.verdict} pass={_bool(parameter.passed)}"
         )
     if report.diagnosis is not None:
-        lines.append(diagnosis_line("check", report.diagnosis))
-    return [*lines, *_check_tail(report)]
+        yield diagnosis_line("check", report.diagnosis)
+    yield from _check_tail(report)
 
 
 def _advice_line(label: str, advice, coordinate=None) -> str:

@@ -1009,3 +1009,47 @@ def test_traceback_prints_the_users_frames_in_full_and_still_ends_with_the_one_l
     ]
     objective = invoke("check", "mymodel.py:problem", "--traceback").stderr.splitlines()
     assert objective[1:3] == [f'  File "{tmp_path / "mymodel.py"}", line 8, in loss', '    raise ValueError("boom")']
+
+
+# ------------------------------------------------------------------ streamed output
+
+
+def test_an_output_longer_than_the_threshold_is_streamed_and_identical(monkeypatch):
+    whole = {fmt: invoke("check", MLP, "--samples", "all", *flags) for fmt, flags in _STREAMED_FORMATS}
+    monkeypatch.setattr(render, "STREAM_THRESHOLD", 1000)
+    from gradcheck_cli import cli
+
+    streams, stream = [], cli._stream
+    monkeypatch.setattr(cli, "_stream", lambda *arguments: streams.append(1) or stream(*arguments))
+    for fmt, flags in _STREAMED_FORMATS:
+        streamed = invoke("check", MLP, "--samples", "all", *flags)
+        assert streamed.exit_code == whole[fmt].exit_code == 0
+        assert len(whole[fmt].stdout) > 40_000  # streamed in 40-odd pieces
+        assert streamed.stdout == whole[fmt].stdout, fmt
+    assert len(streams) == 2
+    parse_strictly(whole["json"].stdout)
+    failing = invoke("check", WRONG_MLP, "--samples", "all", "--json")
+    assert failing.exit_code == 1, (failing.stdout[-300:], failing.stderr)
+    assert json.loads(failing.stdout)["check"]["verdict"] == "failed"
+
+
+_STREAMED_FORMATS = [("json", ["--json"]), ("verbose", ["--verbose"])]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pipes and /dev/full are POSIX notions")
+def test_a_streamed_output_to_a_closed_reader_or_a_full_disk_is_141_or_74():
+    program = (
+        "import sys; from gradcheck_cli import render; render.STREAM_THRESHOLD = 1000; "
+        "from gradcheck_cli.cli import main; sys.argv[0] = 'gradcheck'; main()"
+    )
+    command = [sys.executable, "-c", program, "check", MLP, "--samples", "all", "--json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
+    with process:
+        assert process.stdout.read(10) == b'{\n  "check'
+        process.stdout.close()
+        assert process.wait(timeout=120) == 141 and process.stderr.read() == b""
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert result.returncode == 74
+        assert result.stderr.strip() == "Error: cannot write the results to stdout: No space left on device"
