@@ -5,7 +5,7 @@ import math
 import struct
 from collections.abc import Sequence
 
-__all__ = ["Record", "ReadyList", "json_ready", "float_bits", "same_bits", "same_array_bits"]
+__all__ = ["Record", "json_ready", "float_bits", "same_bits", "same_array_bits"]
 
 
 def float_bits(value: float) -> int:
@@ -33,14 +33,13 @@ def same_array_bits(first, second) -> bool:
     return bool(np.array_equal(np.ndarray.view(first, as_bits), np.ndarray.view(second, as_bits)))
 
 
-def json_ready(value, lazy: bool = False):
+def json_ready(value):
     """Convert a result value to plain JSON types.
 
     Non-finite floats become the strings ``"NaN"``, ``"inf"`` and ``"-inf"``
     (RFC 8259 has no token for them); finite floats stay floats, so
     ``json.dumps`` writes their repr and every value round-trips bit-exactly.
-    With ``lazy``, a long result sequence (not a list or tuple) becomes a :class:`ReadyList`,
-    for the streaming JSON writer only.
+    A long result sequence (a parameter's CoordinateChecks) becomes a list.
     """
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
         return value
@@ -49,51 +48,14 @@ def json_ready(value, lazy: bool = False):
             return value
         return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, (list, tuple)):
-        return [json_ready(item, lazy) for item in value]
+        return [json_ready(item) for item in value]
     if isinstance(value, dict):
-        return {str(key): json_ready(item, lazy) for key, item in value.items()}
-    if isinstance(value, Record):
-        return value.to_dict(lazy)
+        return {str(key): json_ready(item) for key, item in value.items()}
     if hasattr(value, "to_dict"):
         return value.to_dict()
     if isinstance(value, Sequence):
-        return ReadyList(value) if lazy else [json_ready(item) for item in value]
+        return [json_ready(item) for item in value]
     raise TypeError(f"{type(value).__name__} is not a result value")
-
-
-class ReadyList(list):
-    """A long result sequence (a parameter's CoordinateChecks) made JSON-ready one item at a time.
-
-    A list to the pure-Python encoder of ``json`` (``indent`` set), which asks only its truth
-    and its items: each item is converted when the encoder reaches it and dropped once written,
-    so a million coordinates are never all in memory as dictionaries. Only
-    :func:`gradcheck_cli.render.json_chunks` uses it (C code reading a list's storage would see
-    it empty).
-    """
-
-    def __init__(self, items: Sequence):
-        super().__init__()
-        self._items = items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __bool__(self) -> bool:
-        return len(self._items) > 0
-
-    def __iter__(self):
-        return (json_ready(item) for item in self._items)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [json_ready(item) for item in self._items[index]]
-        return json_ready(self._items[index])
-
-    def __eq__(self, other) -> bool:
-        return list(iter(self)) == (list(other) if isinstance(other, list) else other)
-
-    def __repr__(self) -> str:
-        return repr(list(iter(self)))
 
 
 class Record:
@@ -101,6 +63,6 @@ class Record:
 
     __slots__ = ()  # so that a result declared with slots=True has no instance dictionary
 
-    def to_dict(self, lazy: bool = False) -> dict:
-        """``{field name: json_ready(value)}`` in field order (``lazy``: see :func:`json_ready`)."""
-        return {field.name: json_ready(getattr(self, field.name), lazy) for field in dataclasses.fields(self)}
+    def to_dict(self) -> dict:
+        """``{field name: json_ready(value)}`` in field order."""
+        return {field.name: json_ready(getattr(self, field.name)) for field in dataclasses.fields(self)}

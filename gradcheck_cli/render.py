@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import NamedTuple
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
-from .records import json_ready
+from .records import Record
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = [
@@ -162,13 +164,94 @@ def json_text(document) -> str:
 
 
 def json_chunks(document):
-    """:func:`json_text` of ``document`` as an iterator of strings, converted as it is encoded: a
-    parameter's coordinates become dictionaries one at a time (``json_ready(..., lazy=True)``)."""
-    import json
+    """:func:`json_text` of ``document`` as an iterator of strings, converted as it is encoded.
 
-    encoder = json.JSONEncoder(indent=2, allow_nan=False)
-    yield from encoder.iterencode(json_ready(document, lazy=True))
+    Byte for byte ``json.dumps(json_ready(document), indent=2, allow_nan=False)`` and a newline,
+    but a long result sequence (a parameter's CoordinateChecks) is encoded one item at a time, so
+    its records are never all in memory; each item is one string join (:func:`_encoded`), several
+    times faster than the standard library's chain of generators.
+    """
+    yield from _encoded_chunks(document, 0)
     yield "\n"
+
+
+def _encoded_chunks(value, level: int):
+    """The JSON of ``value`` in pieces: small containers piece by piece, a long sequence (neither
+    list nor tuple) one item at a time, anything else as one string."""
+    fields = _fields(value)
+    if fields:
+        opened = "{"
+        for key, item in fields:
+            yield f"{opened}\n{_INDENT * (level + 1)}{_json_key(key)}: "
+            yield from _encoded_chunks(item, level + 1)
+            opened = ","
+        yield f"\n{_INDENT * level}}}"
+    elif isinstance(value, (list, tuple, Sequence)) and not isinstance(value, str) and len(value):
+        lazy, opened = not isinstance(value, (list, tuple)), "["
+        for item in value:
+            yield f"{opened}\n{_INDENT * (level + 1)}"
+            if lazy:
+                yield _encoded(item, level + 1)
+            else:
+                yield from _encoded_chunks(item, level + 1)
+            opened = ","
+        yield f"\n{_INDENT * level}]"
+    else:
+        yield _encoded(value, level)
+
+
+_INDENT = "  "
+_KEYS = {}
+#: json_ready's spelling of the floats RFC 8259 has no token for.
+_NON_FINITE = {"nan": '"NaN"', "inf": '"inf"', "-inf": '"-inf"'}
+
+
+def _fields(value):
+    """(key, value) pairs of a non-empty dict or a result record, else None."""
+    if isinstance(value, dict):
+        return [(str(key), item) for key, item in value.items()] or None
+    if isinstance(value, Record):
+        return [(field.name, getattr(value, field.name)) for field in dataclasses.fields(value)]
+    if hasattr(value, "to_dict") and not isinstance(value, (str, int, float, list, tuple)):
+        return _fields(value.to_dict())
+    return None
+
+
+def _json_key(key: str) -> str:
+    encoded = _KEYS.get(key)
+    if encoded is None:
+        encoded = _KEYS[key] = encode_basestring_ascii(key)
+    return encoded
+
+
+def _encoded(value, level: int) -> str:
+    """``json.dumps(json_ready(value), indent=2, allow_nan=False)`` at nesting ``level``, in one string."""
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        text = float.__repr__(value)
+        return _NON_FINITE.get(text, text)
+    inner = "\n" + _INDENT * (level + 1)
+    fields = _fields(value)
+    if fields is not None:
+        items = ("," + inner).join(f"{_json_key(key)}: {_encoded(item, level + 1)}" for key, item in fields)
+        return f"{{{inner}{items}\n{_INDENT * level}}}"
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, (list, tuple, Sequence)):
+        if not len(value):
+            return "[]"
+        items = ("," + inner).join(_encoded(item, level + 1) for item in value)
+        return f"[{inner}{items}\n{_INDENT * level}]"
+    raise TypeError(f"{type(value).__name__} is not a result value")
 
 
 def write_json(document, stream=None) -> None:

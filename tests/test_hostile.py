@@ -457,8 +457,8 @@ def _interrupt_after(calls: int, function):
         (["demo"], "check_lines"),
         (["nll", "--samples", "6"], "check_lines"),
         (["check", PORTABLE, "--samples", "all", "--verbose"], "check_lines"),
-        (["scan", "--json"], "json_ready"),
-        (["check", PORTABLE, "--samples", "all", "--json"], "json_ready"),
+        (["scan", "--json"], "_encoded"),
+        (["check", PORTABLE, "--samples", "all", "--json"], "_encoded"),
         (["demo", "--format", "table"], "tables"),
     ],
 )
@@ -468,7 +468,7 @@ def test_8_ctrl_c_while_the_results_are_rendered_leaves_stdout_empty(monkeypatch
 
         monkeypatch.setattr(tables, "kink", _interrupt_after(0, tables.kink))  # after the first tables
     else:
-        calls = 0 if target == "json_ready" else 2
+        calls = 0 if target == "_encoded" else 2
         monkeypatch.setattr(render, target, _interrupt_after(calls, getattr(render, target)))
     result = invoke(*arguments)
     assert result.exit_code == EXIT_INTERRUPTED

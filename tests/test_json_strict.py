@@ -20,8 +20,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 import golden
+from gradcheck_cli import render
 from gradcheck_cli.cli import main
 from gradcheck_cli.estimator import CentralDifference, GradientComparison
 
@@ -198,3 +201,21 @@ def test_scan_advice_json_is_strict(point):
     assert result.exit_code == 0, result.stderr
     document = assert_strict_and_exact(result.stdout)
     assert assert_library_field_names(document) >= 6  # the scan's six records, at least
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_the_json_writer_is_json_dumps_with_indent_2_byte_for_byte(document):
+    from gradcheck_cli.records import json_ready
+
+    assert render.json_text(document) == json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"
