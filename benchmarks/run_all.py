@@ -19,6 +19,7 @@ SCRIPTS = (
     "overhead.py",
     "evaluations.py",
     "scale.py",
+    "million.py",
     "parameters.py",
     "peers.py",
     "torch_peers.py",
