@@ -78,8 +78,8 @@ def probe_direction(
 ) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·displacement; None when those probes are unusable.
 
-    ``original`` is a float64 copy of ``array``'s values; ``array`` is restored from its own
-    copy after each call, on every path. Unusable: a probe overflows the dtype, no element
+    ``original`` is a float64 copy of ``array``'s values; ``array`` is restored from it (a
+    float64 array) or from a copy in its own dtype after each call, on every path. Unusable: a probe overflows the dtype, no element
     moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
     like a coordinate's own); a value that is not one real number is NonScalarEvaluation.
     """
@@ -87,14 +87,15 @@ def probe_direction(
     step = displacement if multiplier == 1.0 else multiplier * displacement  # 1·x is x, bit for bit
     plus = (exact + step).astype(array.dtype, copy=False)
     minus = (exact - step).astype(array.dtype, copy=False)
-    plus_shift = plus.astype(np.float64, copy=False) - exact
-    minus_shift = exact - minus.astype(np.float64, copy=False)
+    plus_shift = np.asarray(plus.astype(np.float64, copy=False) - exact)  # an array also at 0-d
+    minus_shift = np.asarray(exact - minus.astype(np.float64, copy=False))
     if not (np.all(np.isfinite(plus_shift)) and np.all(np.isfinite(minus_shift))):
         return None
     moved = int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))
     if moved == 0:
         return None
-    saved = np.array(array, copy=True)
+    # A float64 array's exact values are ``original`` already: no second copy to restore it from.
+    saved = original if array.dtype == np.float64 else np.array(array, copy=True)
     try:
         plus_value = _evaluated_at(array, plus, saved, "plus", evaluate)
         minus_value = _evaluated_at(array, minus, saved, "minus", evaluate)
@@ -102,11 +103,14 @@ def probe_direction(
         if required:
             raise
         return None
+    del plus, minus
     with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
-        products = analytic * (plus_shift + minus_shift)
+        products = np.add(plus_shift, minus_shift, out=plus_shift)  # in place: a·(Δ₊ + Δ₋), then its squares
+        del minus_shift
+        np.multiply(analytic, products, out=products)
         # numpy's pairwise sums: their rounding, about log₂N·ε·Σ|a·Δ|, is far inside every bar.
         dot = float(np.sum(products, dtype=np.float64))
-        norm = math.sqrt(float(np.sum(products * products, dtype=np.float64)))
+        norm = math.sqrt(float(np.sum(np.multiply(products, products, out=products), dtype=np.float64)))
     return DirectionalProbe(
         multiplier=multiplier,
         minus_value=minus_value,
