@@ -35,9 +35,6 @@ __all__ = [
     "primary_columns",
 ]
 
-_FLOAT = float
-
-
 @dataclass(frozen=True)
 class ProbeColumns:
     """One parameter's selected coordinates, a column each (all float64 but ``offsets``).
@@ -193,7 +190,7 @@ def probe_values(
             value = objective(argument)
         finally:
             target[position] = original
-        if type(value) is not _FLOAT or not isfinite(value):
+        if type(value) is not float or not isfinite(value):
             value = _checked(value, "plus" if j & 1 else "minus", columns, start + k)
         add(value)
         if progress is not None and j & 1:
