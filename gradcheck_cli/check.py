@@ -210,14 +210,18 @@ class CoordinateChecks(Sequence):
         return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution)
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, CoordinateChecks):
+        """Equal to another sequence of the same records (a tuple of them too)."""
+        if isinstance(other, (CoordinateChecks, tuple, list)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"CoordinateChecks({len(self)} coordinates, {len(self._judged)} confirmed at other steps)"
 
-    def count(self, verdict: str) -> int:
+    def verdict_count(self, verdict: str) -> int:
         """How many coordinates have ``verdict``."""
         if verdict == PASSED:
             return int(self._primary.passed.sum()) + sum(1 for r in self._judged.values() if r.verdict == PASSED)
@@ -377,9 +381,9 @@ class _Probed:
     minus_values: np.ndarray
     plus_values: np.ndarray
     slopes: SlopeColumns
-    original: np.ndarray
-    displacement: np.ndarray
-    direction: object
+    original: np.ndarray | None = None
+    displacement: np.ndarray | None = None
+    direction: object = None
 
 
 class _Objective:
@@ -529,7 +533,16 @@ def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progr
     after = None if progress is None else (lambda k: progress(base + k, total))
     try:
         probe_values(
-            planned.array, planned.columns, start, stop, counted.objective, counted.parameters, minus, plus, after
+            planned.array,
+            planned.columns,
+            start,
+            stop,
+            counted.objective,
+            counted.parameters,
+            minus,
+            plus,
+            after,
+            center=counted.centers[0],
         )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
@@ -755,7 +768,11 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         k: _judge_coordinate(item, k, center, counted, jitter, resolution)
         for k in np.flatnonzero(~primary.passed).tolist()
     }
-    checks = CoordinateChecks(item, center, jitter, resolution, primary, judged)
+    # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
+    slim = _Probed(
+        dataclasses.replace(planned, array=None, gradient=None), item.minus_values, item.plus_values, item.slopes
+    )
+    checks = CoordinateChecks(slim, center, jitter, resolution, primary, judged)
     # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
     own = 0.0 if item.direction is None else item.direction.scale
     directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, check=largest[1]))
@@ -775,7 +792,9 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnose_parameter(checks.failed(), checks.passing_index_columns(), directional, planned.gradient),
+        diagnosis=diagnose_parameter(
+            checks.failed(), checks.passing_index_columns(), directional, np.asarray(planned.gradient, dtype=np.float64)
+        ),
     )
 
 
@@ -791,8 +810,10 @@ def _report(checks: list, purity: PurityVerdict, step_advice, evaluations: int) 
         verdict=verdict,
         passed=verdict == PASSED,
         checked=sum(len(check.checks) for check in checks),
-        failed=sum(check.checks.count(FAILED) for check in checks),
-        inconclusive=sum(check.checks.count(INCONCLUSIVE) + check.checks.count(KINK) for check in checks),
+        failed=sum(check.checks.verdict_count(FAILED) for check in checks),
+        inconclusive=sum(
+            check.checks.verdict_count(INCONCLUSIVE) + check.checks.verdict_count(KINK) for check in checks
+        ),
         failing_parameters=tuple(check.name for check in checks if not check.passed),
         purity=purity,
         parameters=tuple(checks),
@@ -960,6 +981,7 @@ def _plan_parameter(
         selection, requested = sampler, samples
         if element_count(array.shape) == 0:
             raise EmptyTensor()
+        validate_selection(min(samples, element_count(array.shape)), coordinate_bytes=CHECKED_COORDINATE_BYTES)
         offsets = select_offsets(array.shape, samples, gradient, sampler)
 
     if _is_auto(step):

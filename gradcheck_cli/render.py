@@ -208,8 +208,8 @@ _NON_FINITE = {"nan": '"NaN"', "inf": '"inf"', "-inf": '"-inf"'}
 
 def _fields(value):
     """(key, value) pairs of a non-empty dict or a result record, else None."""
-    if isinstance(value, dict):
-        return [(str(key), item) for key, item in value.items()] or None
+    if isinstance(value, dict):  # keys as json_ready makes them: str(key), the last of equal ones kept
+        return list({str(key): item for key, item in value.items()}.items()) or None
     if isinstance(value, Record):
         return [(field.name, getattr(value, field.name)) for field in dataclasses.fields(value)]
     if hasattr(value, "to_dict") and not isinstance(value, (str, int, float, list, tuple)):
@@ -584,7 +584,7 @@ SHOWN_FAILURES = 3
 
 def _summary_line(parameter) -> str:
     worst = parameter.checks.worst()
-    failed = parameter.checks.count("failed")
+    failed = parameter.checks.verdict_count("failed")
     inconclusive = len(parameter.checks.unpassed()) - failed
     return (
         f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
@@ -657,7 +657,7 @@ def _check_lines(report):
         if parameter.diagnosis is not None:
             yield diagnosis_line(parameter.name, parameter.diagnosis)
         yield (
-            f"{parameter.name} check: checked={len(parameter.checks)} failed={parameter.checks.count('failed')} "
+            f"{parameter.name} check: checked={len(parameter.checks)} failed={parameter.checks.verdict_count('failed')} "
             f"verdict={parameter.verdict} pass={_bool(parameter.passed)}"
         )
     if report.diagnosis is not None:

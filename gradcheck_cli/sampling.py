@@ -178,14 +178,15 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
     ]
 
 
-def sampled_offsets(shape: Sequence[int], max_samples: int) -> list:
-    """The flat offsets :func:`sample_tensor_coordinates` selects (same validation), as ints."""
+def sampled_offsets(shape: Sequence[int], max_samples: int, coordinate_bytes: int = COORDINATE_BYTES) -> list:
+    """The flat offsets :func:`sample_tensor_coordinates` selects (same validation, a coordinate
+    costing ``coordinate_bytes``), as ints."""
     max_samples = validate_samples(max_samples)
     shape = _validated_shape(shape)
     elements = element_count(shape)
     if elements == 0:
         raise EmptyTensor()
-    samples = validate_selection(min(max_samples, elements))
+    samples = validate_selection(min(max_samples, elements), coordinate_bytes=coordinate_bytes)
     if samples == 1:
         return [elements // 2]
     return [k * (elements - 1) // (samples - 1) for k in range(samples)]

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .sampling import (
+    CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
     coordinate_from_offset,
     element_count,
@@ -128,9 +129,10 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list
 
 
 def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:
-    """The flat offsets ``sampler`` selects, ascending: ``"structured"`` or the chapter's ``"chapter"``."""
+    """The flat offsets ``sampler`` selects for a check, ascending: ``"structured"`` or the chapter's
+    ``"chapter"`` (whose count is validated at what a check's coordinate costs)."""
     if sampler == "chapter":
-        return sampled_offsets(shape, samples)
+        return sampled_offsets(shape, samples, CHECKED_COORDINATE_BYTES)
     shape = tuple(shape)
     if samples >= element_count(shape):
         return list(range(element_count(shape)))

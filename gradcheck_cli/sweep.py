@@ -18,8 +18,8 @@ from fractions import Fraction
 import numpy as np
 
 from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
-from .errors import GradCheckError
-from .estimator import evaluated_value
+from .errors import ArrayMadeReadOnly, GradCheckError
+from .estimator import difference_from_values, evaluated_value, probe_geometry
 from .judge import ROUNDING_FACTOR
 from .tensors import at_coordinate
 
@@ -34,6 +34,7 @@ __all__ = [
     "PrimaryColumns",
     "primary_columns",
 ]
+
 
 @dataclass(frozen=True)
 class ProbeColumns:
@@ -85,11 +86,11 @@ def plan_columns(array: np.ndarray, gradient: np.ndarray, offsets, dtype: ProbeD
 def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) -> ProbeColumns:
     """``columns`` with the probes and stencil at ``step`` (None: ε^(1/3)·max(1, |θ|) each)."""
     theta = columns.theta
-    if step is None:
-        steps = dtype.step_factor * np.maximum(1.0, np.abs(theta))
-    else:
-        steps = np.full(theta.shape, float(step))
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # Python floats never warn: neither does their arithmetic here
+        if step is None:
+            steps = dtype.step_factor * np.maximum(1.0, np.abs(theta))
+        else:
+            steps = np.full(theta.shape, float(step))
         minus, plus = _rounded_probes(theta, steps, dtype)
         minus_spacing = theta - minus
         plus_spacing = plus - theta
@@ -147,6 +148,11 @@ def _float32_rounded(theta: np.ndarray, shift: np.ndarray) -> np.ndarray:
     next f64 toward e, so when both round to the same float32 that is its rounding; where they do
     not (a float32 midpoint or an overflow between them), the exact rational rounding decides.
     """
+    with np.errstate(all="ignore"):
+        return _float32_rounded_quietly(theta, shift)
+
+
+def _float32_rounded_quietly(theta: np.ndarray, shift: np.ndarray) -> np.ndarray:
     total = theta + shift
     back = total - theta
     residual = (theta - (total - back)) + (shift - back)
@@ -171,32 +177,70 @@ def probe_values(
     minus_values: list,
     plus_values: list,
     progress: Callable | None = None,
+    center: float | None = None,
 ) -> None:
     """Probe coordinates ``start:stop``: each one's θ−h and θ+h written into ``array`` in turn, the
     objective called as ``objective(argument)``, and θ's exact bits written back before the value
     is looked at, whatever the objective does. The values are appended to ``minus_values`` and
-    ``plus_values``; a non-finite or non-scalar one is the typed error in AtCoordinate.
-    ``progress(k)`` after each coordinate k (counted from 1)."""
+    ``plus_values``.
+
+    As the scalar code does, in this order: a non-finite or non-scalar value, or the array made
+    read-only by the objective, is its typed error in AtCoordinate right after that call; with
+    ``center`` (f(θ)), a coordinate whose slopes or estimate are not finite is its typed error
+    right after its second call. ``progress(k)`` after each coordinate k (counted from 1).
+    """
     target, positions = _writable_target(array, columns, start, stop)
-    probes = np.stack([columns.minus_point[start:stop], columns.plus_point[start:stop]], axis=1).ravel().tolist()
-    originals = columns.theta[start:stop].tolist()
+    segment = slice(start, stop)
+    probes = np.stack([columns.minus_point[segment], columns.plus_point[segment]], axis=1).ravel().tolist()
+    originals = columns.theta[segment].tolist()
+    if center is not None:
+        slope_terms = list(
+            zip(
+                (columns.left_weight[segment]).tolist(),
+                columns.minus_spacing[segment].tolist(),
+                columns.right_weight[segment].tolist(),
+                columns.plus_spacing[segment].tolist(),
+            )
+        )
     values, isfinite = [], math.isfinite
     add = values.append
     for j, probe in enumerate(probes):  # θ−h and θ+h of each coordinate in turn
         k = j >> 1
         position, original = positions[k], originals[k]
-        target[position] = probe
         try:
+            target[position] = probe
             value = objective(argument)
         finally:
             target[position] = original
+        if not array.flags.writeable:  # a snapshot of the flags would not see the objective's change
+            raise at_coordinate(columns.coordinate(start + k), ArrayMadeReadOnly(role="parameters"))
         if type(value) is not float or not isfinite(value):
             value = _checked(value, "plus" if j & 1 else "minus", columns, start + k)
         add(value)
-        if progress is not None and j & 1:
-            progress(start + k + 1)
+        if j & 1:
+            if center is not None:
+                left_weight, minus_spacing, right_weight, plus_spacing = slope_terms[k]
+                minus = values[-2]
+                # Finite exactly when both slopes and the estimate are (the weights are positive).
+                if not isfinite(
+                    left_weight * ((center - minus) / minus_spacing) + right_weight * ((value - center) / plus_spacing)
+                ):
+                    _raise_difference_error(columns, start + k, minus, center, value)
+            if progress is not None:
+                progress(start + k + 1)
     minus_values += values[0::2]
     plus_values += values[1::2]
+
+
+def _raise_difference_error(columns: ProbeColumns, k: int, minus: float, center: float, plus: float):
+    """The scalar code's typed error for coordinate k's non-finite slope or estimate, in AtCoordinate."""
+    point, step = float(columns.theta[k]), float(columns.step[k])
+    try:
+        geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
+        difference_from_values(point, step, geometry, minus, center, plus)
+    except GradCheckError as error:
+        raise at_coordinate(columns.coordinate(k), error) from error
+    raise AssertionError(f"the slopes at {columns.coordinate(k)} are finite after all")
 
 
 def _checked(value, side: str, columns: ProbeColumns, k: int) -> float:
@@ -238,11 +282,11 @@ class SlopeColumns:
 
 def slope_columns(columns: ProbeColumns, minus_values: np.ndarray, center: float, plus_values: np.ndarray):
     """The columns of what :func:`~gradcheck_cli.estimator.difference_from_values` computes."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with np.errstate(all="ignore"):
         left = (center - minus_values) / columns.minus_spacing
         right = (plus_values - center) / columns.plus_spacing
         derivative = columns.left_weight * left + columns.right_weight * right
-    finite = np.isfinite(left) & np.isfinite(right) & np.isfinite(derivative)
+        finite = np.isfinite(left) & np.isfinite(right) & np.isfinite(derivative)
     return SlopeColumns(left, right, derivative, finite)
 
 
@@ -279,23 +323,23 @@ def primary_columns(
     ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
     ``resolution`` the parameter's largest |analytic| or |numerical|.
     """
-    left, right, derivative = slopes.left, slopes.right, slopes.derivative
-    slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
-    consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
-    largest_value = np.maximum(np.maximum(np.abs(minus_values), abs(center)), np.abs(plus_values))
-    epsilons = _value_epsilons(minus_values, center, plus_values, epsilon)
-    left_gain = columns.left_weight / columns.minus_spacing
-    right_gain = columns.right_weight / columns.plus_spacing
-    gain = left_gain + right_gain + np.abs(left_gain - right_gain)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
+        left, right, derivative = slopes.left, slopes.right, slopes.derivative
+        slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
+        consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
+        largest_value = np.maximum(np.maximum(np.abs(minus_values), abs(center)), np.abs(plus_values))
+        epsilons = _value_epsilons(minus_values, center, plus_values, epsilon)
+        left_gain = columns.left_weight / columns.minus_spacing
+        right_gain = columns.right_weight / columns.plus_spacing
+        gain = left_gain + right_gain + np.abs(left_gain - right_gain)
         bar = ROUNDING_FACTOR * epsilons * largest_value * gain + jitter * gain
-    analytic = columns.analytic
-    scale = np.maximum(np.abs(analytic), np.abs(derivative))
-    gap = np.abs(analytic - derivative)
-    relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
-    agrees = consistent & (relative <= tolerance)
-    zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
-    within = consistent & ((zero & (bar <= tolerance * resolution)) | (gap + bar <= tolerance * resolution))
+        analytic = columns.analytic
+        scale = np.maximum(np.abs(analytic), np.abs(derivative))
+        gap = np.abs(analytic - derivative)
+        relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
+        agrees = consistent & (relative <= tolerance)
+        zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
+        within = consistent & ((zero & (bar <= tolerance * resolution)) | (gap + bar <= tolerance * resolution))
     return PrimaryColumns(relative, bar, agrees | within)
 
 
@@ -303,7 +347,7 @@ def _value_epsilons(minus_values: np.ndarray, center: float, plus_values: np.nda
     """:func:`gradcheck_cli.judge.value_epsilon` of each coordinate's three values, as a column."""
     if epsilon >= 2.0**-7:
         return np.full(minus_values.shape, epsilon)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         singles = [np.asarray(values, dtype=np.float64).astype(np.float32) for values in (minus_values, center)]
         singles.append(plus_values.astype(np.float32))
     single = np.ones(minus_values.shape, dtype=bool)

@@ -101,7 +101,8 @@ def test_records_built_from_columns_agree_with_the_columns(seed, shape, dtype, w
     assert isinstance(checks, CoordinateChecks)
     records = list(checks)  # each record rebuilt by the scalar code: it asserts the columns' verdict
     assert len(records) == len(checks) == report.checked
-    assert checks.count(PASSED) == sum(record.passed for record in records)
+    assert checks.verdict_count(PASSED) == sum(record.passed for record in records)
+    assert checks == tuple(records) and hash(checks) == hash(tuple(records))
     assert checks.unpassed() == [record for record in records if not record.passed]
     worst = max(records, key=lambda record: record.estimates[record.decided_at].relative_error)
     assert checks.worst() == worst
@@ -143,3 +144,66 @@ def test_a_float32_probe_whose_f64_difference_lands_on_a_midpoint_is_rounded_onc
     assert columns.plus_point.tolist() == [1.0 + 2.0**-23, -1.0 + 3 * 2.0**-24]
     assert columns.minus_point[0] == dtype_perturbations(1.0, step, dtype).minus_point
     assert float(np.float32(1.0 - step)) == 1.0 - 2.0**-23  # one f64 subtraction and a cast: rounded twice
+
+
+def _counted(objective):
+    calls = [0]
+
+    def counted(parameters):
+        calls[0] += 1
+        return objective(parameters)
+
+    return counted, calls
+
+
+def test_a_non_finite_slope_is_raised_right_after_its_coordinates_probes():
+    def objective(parameters):
+        x = parameters["x"]
+        if x[1] != 0:
+            raise RuntimeError("the objective fails at coordinate 1")
+        return -1.7e308 if x[0] < 0 else 1.7e308
+
+    counted, calls = _counted(objective)
+    x = np.zeros(2)
+    with pytest.raises(GradCheckError) as raised:
+        check_gradients(counted, {"x": x}, {"x": np.zeros(2)}, samples="all")
+    assert "coordinate [0]" in str(raised.value) and "slope" in str(raised.value)
+    assert calls[0] == 3 and x.tolist() == [0.0, 0.0]  # f(θ), then coordinate 0's two probes
+
+
+def test_an_array_made_read_only_is_an_error_right_after_that_call():
+    x = np.arange(4.0)
+
+    def objective(parameters):
+        array = parameters["x"]
+        if array[2] != 2.0:
+            array.flags.writeable = False
+        return float(np.sum(array**2))
+
+    counted, calls = _counted(objective)
+    with pytest.raises(GradCheckError) as raised:
+        check_gradients(counted, {"x": x}, {"x": 2 * x}, samples="all")
+    assert "coordinate [2]" in str(raised.value) and "read-only" in str(raised.value)
+    # f(θ), coordinates 0 and 1, f(θ) at the first checkpoint, and coordinate 2's first probe
+    assert calls[0] == 7 and x.tolist() == [0.0, 1.0, 2.0, 3.0] and not x.flags.writeable
+
+
+def test_the_columns_never_warn_or_raise_where_python_floats_would_not():
+    x = np.array([1.0, 2.0])
+    with np.errstate(all="raise"):
+        tiny = check_gradients(
+            lambda p: 1e-200 * float(np.sum(p["x"] ** 2)), {"x": x}, {"x": 2e-200 * x}, samples="all"
+        )
+        huge = check_gradients(lambda p: -1e308 * float(p["x"][0]), {"x": np.zeros(1)}, {"x": np.array([1e308])})
+    assert tiny.verdict in ("passed", "inconclusive") and huge.verdict == "failed"
+
+
+def test_a_selection_a_check_cannot_hold_is_refused_for_every_sampler(monkeypatch):
+    from gradcheck_cli import sampling
+
+    monkeypatch.setattr(sampling, "available_memory", lambda: 5000 * sampling.CHECKED_COORDINATE_BYTES)
+    w = np.zeros(6000)
+    for options in ({"samples": "all"}, {"samples": 5001}, {"samples": 5001, "sampler": "chapter"}):
+        with pytest.raises(GradCheckError, match="selects (6000|5001) coordinates, more than the 5000"):
+            check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, **options)
+    assert check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, samples=5000).checked == 5000
