@@ -20,6 +20,7 @@ SCRIPTS = (
     "evaluations.py",
     "scale.py",
     "parameters.py",
+    "jobs.py",
     "peers.py",
     "torch_peers.py",
     "taylor_localization.py",
