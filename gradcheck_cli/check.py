@@ -488,7 +488,7 @@ def check_gradients(
     )
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-    workers = parallel.workers_for(jobs, objective, parameters, [planned.name for planned in plan], _reference)
+    workers = parallel.workers_for(jobs, objective, parameters, _reference)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     total = sum(len(planned.columns) for planned in plan)
     if progress is not None:

@@ -799,15 +799,14 @@ class UnpicklableProblem(GradCheckError):
 
 
 class WorkerProblemDiffers(GradCheckError):
-    """A worker process loaded a problem whose parameters differ from this process's."""
+    """A worker process loaded a problem that differs from this process's: a parameter, or f(θ)."""
 
-    fields = ("parameter",)
+    fields = ("difference",)
 
     def describe(self):
         return (
-            f"the problem loaded in a worker process differs from this process's: parameter {self.parameter!r} "
-            "is not bit-identical (does the problem function draw unseeded random numbers?); seed it, or check "
-            "with jobs=1"
+            f"the problem loaded in a worker process differs from this process's: {self.difference} (does the "
+            "problem function draw unseeded random numbers?); seed it, or check with jobs=1"
         )
 
 

@@ -10,8 +10,9 @@ The pool is the standard library's ``concurrent.futures.ProcessPoolExecutor`` wi
 ``spawn`` start method (safe with threads and torch; a script that calls ``check_gradients``
 with ``jobs`` needs the ``if __name__ == "__main__":`` guard that spawn asks for). Each worker
 gets the problem once: loaded again by its reference (:class:`~gradcheck_cli.problem.ProblemReference`,
-as the command line loads it) or unpickled, and checked bit-identical to this process's
-parameters. A task is one contiguous chunk of one parameter's coordinates, probed with
+as the command line loads it) or unpickled, and checked against this process's: every parameter
+array bit-identical, and f(θ) evaluated once there within the jitter the purity measurement
+allows. A task is one contiguous chunk of one parameter's coordinates, probed with
 :func:`~gradcheck_cli.sweep.probe_values` on the worker's own arrays; the chunks are split
 deterministically (about :data:`CHUNKS_PER_WORKER` per worker, cut at the checkpoints too)
 and merged in order, so what fails first serially is what is raised.
@@ -42,7 +43,8 @@ from .errors import (
     user_location,
     user_traceback,
 )
-from .formatting import short_repr
+from .estimator import evaluated_value
+from .formatting import rust_debug, short_repr
 from .sweep import ProbeColumns, probe_values
 
 __all__ = ["CHUNKS_PER_WORKER", "Workers", "worker_count", "workers_for", "array_digest", "chunks", "probing"]
@@ -56,8 +58,8 @@ class Workers:
     """A parallel first pass, validated: how many workers, the problem they get, and its digests.
 
     ``problem`` is a pickle of the problem's :class:`~gradcheck_cli.problem.ProblemReference`
-    or of ``(objective, parameters)``; ``digests`` maps each checked parameter to its
-    :func:`array_digest`.
+    or of ``(objective, parameters)``; ``digests`` maps each parameter array (checked or not) to
+    its :func:`array_digest`.
     """
 
     count: int
@@ -85,7 +87,7 @@ def worker_count(jobs) -> int:
     return count
 
 
-def workers_for(jobs, objective, parameters, names, reference) -> Workers | None:
+def workers_for(jobs, objective, parameters, reference) -> Workers | None:
     """What the workers of ``jobs`` need, validated before the first objective call; None for a serial
     check. The problem goes by ``reference`` when it has one, else ``(objective, parameters)`` pickled
     (UnpicklableProblem if that fails: a lambda, a closure)."""
@@ -96,13 +98,14 @@ def workers_for(jobs, objective, parameters, names, reference) -> Workers | None
         problem = pickle.dumps(reference if reference is not None else (objective, parameters))
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
-    return Workers(count, problem, {name: array_digest(parameters[name]) for name in names})
+    digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
+    return Workers(count, problem, digests)
 
 
-def array_digest(array) -> str:
-    """A digest of an array's dtype, shape and every byte of its values (row-major)."""
+def array_digest(array) -> str | None:
+    """A digest of an array's dtype, shape and every byte of its values (row-major); None for a non-array."""
     if not isinstance(array, np.ndarray):
-        return f"not an array: {type(array).__name__}"
+        return None
     values = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     digest = hashlib.blake2b(repr((array.dtype.name, array.shape)).encode())
     digest.update(values)
@@ -152,8 +155,9 @@ class _Pool:
         self.workers, self.plan = workers, plan
         self.executor, self.processes, self.split, self.futures = None, [], [], []
 
-    def start(self, checkpoints: list) -> None:
-        """Split the coordinates into chunks, start min(count, chunks) workers, submit every chunk in order."""
+    def start(self, checkpoints: list, center: float) -> None:
+        """Split the coordinates into chunks, start min(count, chunks) workers (which check their f(θ)
+        against ``center``), and submit every chunk in order."""
         import concurrent.futures
         import multiprocessing
 
@@ -163,7 +167,13 @@ class _Pool:
             count,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(self.workers.problem, self.workers.digests),
+            initargs=(
+                self.workers.problem,
+                self.workers.digests,
+                [planned.name for planned in self.plan],
+                center,
+                min(planned.dtype.epsilon for planned in self.plan),
+            ),
         )
         with _interrupts_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
             for planned, parameter in zip(self.plan, self.split):
@@ -180,7 +190,7 @@ class _Pool:
         f(θ) at the checkpoints and ``progress`` after each chunk, as the serial loop has them. Returns
         the coordinates done. A probe's typed error is raised in AtParameter, as serially."""
         if self.executor is None:
-            self.start(checkpoints)
+            self.start(checkpoints, counted.centers[0])
         planned = self.plan[index]
         for (start, stop), future in zip(self.split[index], self.futures[index]):
             with self._reporting_death():
@@ -279,9 +289,12 @@ def _interrupts_held():
 _WORKER = {}
 
 
-def _start_worker(problem: bytes, digests: dict) -> None:
+def _start_worker(problem: bytes, digests: dict, checked: list, center: float, epsilon: float) -> None:
     """The initializer: Ctrl-C ignored (this process's parent stops it), the problem loaded once and
-    checked against ``digests``. A failure is kept, and raised by every task."""
+    checked against the parent's: the ``digests`` of its arrays, and its f(θ), ``center``, within
+    the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a probe, and is not counted).
+    The ``checked`` arrays are watched as the serial check watches them. A failure is kept, and
+    raised by every task."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
@@ -297,13 +310,15 @@ def _start_worker(problem: bytes, digests: dict) -> None:
             objective, parameters = found.objective, found.parameters
         for name, digest in digests.items():
             if array_digest(parameters.get(name)) != digest:
-                raise WorkerProblemDiffers(parameter=name)
-        from .check import _Objective
+                raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
+        from .check import JITTER_LIMIT, _Objective
 
-        checked = {name: parameters[name] for name in digests}
-        _WORKER.update(
-            objective=_watched(objective), parameters=parameters, guard=_Objective(objective, parameters, checked)
-        )
+        objective = _watched(objective)
+        guard = _Objective(objective, parameters, {name: parameters[name] for name in checked})
+        value = evaluated_value("center", objective(parameters))
+        if abs(value - center) > JITTER_LIMIT * epsilon * max(abs(value), abs(center)):
+            raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
+        _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
         _WORKER["failure"] = error
 

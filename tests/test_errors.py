@@ -201,7 +201,7 @@ EXAMPLES = [
         "(check_problem(load_problem('FILE.py:FUNCTION')))",
     ),
     (
-        errors.WorkerProblemDiffers(parameter="W1"),
+        errors.WorkerProblemDiffers(difference="parameter 'W1' is not bit-identical"),
         "the problem loaded in a worker process differs from this process's: parameter 'W1' is not bit-identical "
         "(does the problem function draw unseeded random numbers?); seed it, or check with jobs=1",
     ),

@@ -108,6 +108,16 @@ def unseeded():
     return _problem(_squares, np.random.default_rng().standard_normal(24))
 
 
+def unseeded_data():
+    targets = np.random.default_rng().standard_normal(24)
+
+    def objective(parameters):
+        residual = parameters["w"] - targets
+        return 0.5 * math.fsum((residual * residual).tolist())
+
+    return GradientProblem(objective, {"w": W.copy()}, {"w": W - targets})
+
+
 def slow():
     w = np.linspace(-1.0, 1.0, 4000)
     if not IN_WORKER:  # the parent's w, as it is when the command exits
@@ -301,9 +311,13 @@ def test_a_worker_that_dies_is_one_line_and_exit_2(problems):
     assert (error["kind"], error["message"]) == ("WorkerDied", message)
 
 
-def test_a_problem_that_loads_differently_in_a_worker_is_a_typed_error(problems):
-    with pytest.raises(errors.WorkerProblemDiffers, match="parameter 'w' is not bit-identical .* unseeded random"):
-        check_problem(load_problem(f"{problems}:unseeded"), jobs=2)
+@pytest.mark.parametrize(
+    "function, difference",
+    [("unseeded", r"parameter 'w' is not bit-identical"), ("unseeded_data", r"f\(θ\) is \S+ there, \S+ here")],
+)
+def test_a_problem_that_loads_differently_in_a_worker_is_a_typed_error(problems, function, difference):
+    with pytest.raises(errors.WorkerProblemDiffers, match=f"differs from this process's: {difference} .* unseeded"):
+        check_problem(load_problem(f"{problems}:{function}"), jobs=2)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT are POSIX notions")
