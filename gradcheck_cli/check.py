@@ -429,7 +429,6 @@ def check_gradients(
     sampler: str = "structured",
     progress: Callable[[int, int], None] | None = None,
     jobs: int | None = None,
-    _reference=None,
 ) -> GradientCheckReport:
     """Check named parameter arrays against their analytic gradients.
 
@@ -488,7 +487,7 @@ def check_gradients(
     )
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-    workers = parallel.workers_for(jobs, objective, parameters, _reference)
+    workers = parallel.workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     total = sum(len(planned.columns) for planned in plan)
     if progress is not None:
@@ -874,8 +873,10 @@ def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
     With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.problem.load_problem`
     loaded by its reference, and unpickle any other.
     """
-    options = dict(options, _reference=problem.reference)
-    return check_gradients(problem.objective, problem.parameters, problem.gradients, **options)
+    objective = problem.objective
+    if problem.reference is not None and callable(objective) and options.get("jobs") not in (None, 1):
+        objective = parallel.ByReference(objective, problem.reference)
+    return check_gradients(objective, problem.parameters, problem.gradients, **options)
 
 
 def _is_auto(step) -> bool:

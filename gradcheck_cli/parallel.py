@@ -27,6 +27,7 @@ import operator
 import os
 import pickle
 import signal
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,10 +48,32 @@ from .estimator import evaluated_value
 from .formatting import rust_debug, short_repr
 from .sweep import ProbeColumns, probe_values
 
-__all__ = ["CHUNKS_PER_WORKER", "Workers", "worker_count", "workers_for", "array_digest", "chunks", "probing"]
+__all__ = [
+    "CHUNKS_PER_WORKER",
+    "ByReference",
+    "Workers",
+    "worker_count",
+    "workers_for",
+    "array_digest",
+    "chunks",
+    "probing",
+]
 
 #: Chunks per worker: enough that a slow chunk does not leave the other workers idle for long.
 CHUNKS_PER_WORKER = 4
+
+
+class ByReference:
+    """``objective`` (called as itself here) of a problem that the workers load again by its
+    ``reference``, a :class:`~gradcheck_cli.problem.ProblemReference`, rather than unpickle."""
+
+    __slots__ = ("objective", "reference")
+
+    def __init__(self, objective, reference):
+        self.objective, self.reference = objective, reference
+
+    def __call__(self, parameters):
+        return self.objective(parameters)
 
 
 @dataclass(frozen=True)
@@ -87,15 +110,15 @@ def worker_count(jobs) -> int:
     return count
 
 
-def workers_for(jobs, objective, parameters, reference) -> Workers | None:
+def workers_for(jobs, objective, parameters) -> Workers | None:
     """What the workers of ``jobs`` need, validated before the first objective call; None for a serial
-    check. The problem goes by ``reference`` when it has one, else ``(objective, parameters)`` pickled
-    (UnpicklableProblem if that fails: a lambda, a closure)."""
+    check. The problem goes by its reference for a :class:`ByReference` objective, else as
+    ``(objective, parameters)`` pickled (UnpicklableProblem if that fails: a lambda, a closure)."""
     count = worker_count(jobs)
     if count == 1:
         return None
     try:
-        problem = pickle.dumps(reference if reference is not None else (objective, parameters))
+        problem = pickle.dumps(objective.reference if isinstance(objective, ByReference) else (objective, parameters))
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
     digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
@@ -295,9 +318,10 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
     the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a probe, and is not counted).
     The ``checked`` arrays are watched as the serial check watches them. A failure is kept, and
     raised by every task."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if threading.current_thread() is threading.main_thread():  # a pool's worker (a cluster's may be a thread)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         loaded = pickle.loads(problem)
         if isinstance(loaded, tuple):
