@@ -5,10 +5,10 @@ x₀ = 0, x_{k+1} = tanh(A x_k + w) for k < K, loss ½‖x_K‖², with a hand-w
 from a seeded generator, so every worker process that loads the problem by reference gets the
 very same arrays. One call is K small matrix-vector products, each a few microseconds of numpy
 on one core that nothing else can share: :data:`STEPS` makes it about 10 ms on the machine
-docs/parallel.md was measured on, :data:`CHEAP_STEPS` about 30 µs.
+docs/parallel.md was measured on, :data:`CHEAP_STEPS` about 20 µs.
 
     problem        # ~10 ms a call: where --jobs helps
-    cheap_problem  # ~30 µs a call: where a worker's start-up costs more than the whole check
+    cheap_problem  # ~20 µs a call: where a worker's start-up costs more than the whole check
 """
 
 import numpy as np
@@ -66,5 +66,5 @@ def problem() -> GradientProblem:
 
 
 def cheap_problem() -> GradientProblem:
-    """The recurrence over CHEAP_STEPS steps: about 30 µs a call."""
+    """The recurrence over CHEAP_STEPS steps: about 20 µs a call."""
     return _problem(CHEAP_STEPS)

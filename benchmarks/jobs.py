@@ -2,7 +2,7 @@
 
 The problems are benchmarks/_recurrent.py's, loaded by reference as `gradcheck check` loads
 them (so each worker loads them again): `problem`, a tanh recurrence of about 10 ms a call,
-and `cheap_problem`, the same over a few steps, about 30 µs a call. Each check runs at
+and `cheap_problem`, the same over a few steps, about 20 µs a call. Each check runs at
 `--samples` (default all 272 coordinates) with jobs=1 and jobs=2 in the same interleaved
 rounds; the figures are wall-clock medians and the median of the per-round ratios
 jobs=1 ÷ jobs=2, the speed-up. Goal for the CPU-bound problem on 2 usable cores: ≥ 1.5. The
