@@ -21,6 +21,7 @@ SCRIPTS = (
     "scale.py",
     "million.py",
     "parameters.py",
+    "jobs.py",
     "peers.py",
     "torch_peers.py",
     "taylor_localization.py",

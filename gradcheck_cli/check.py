@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, diagnose_parameter, diagnose_report
@@ -431,6 +432,7 @@ def check_gradients(
     names: Iterable[str] | None = None,
     sampler: str = "structured",
     progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
 ) -> GradientCheckReport:
     """Check named parameter arrays against their analytic gradients.
 
@@ -463,7 +465,14 @@ def check_gradients(
         The structured selection (spread over every axis, mirrored pairs, the largest
         |analytic| entries) or the chapter's flat offsets ⌊k(N−1)/(S−1)⌋.
     progress : callable (done, total) -> None, optional
-        Called with (0, total) before the first objective call and after every coordinate.
+        Called with (0, total) before the first objective call and after every coordinate
+        (with ``jobs``, after every chunk of coordinates).
+    jobs : int, optional
+        Worker processes for the coordinates' probes at their first step: None or 1 probes
+        here, N ≥ 2 in N workers, 0 in one per usable core; the report is the serial one, bit
+        for bit, for an objective that is a function of its parameters. The objective and
+        parameters are pickled to the workers (a module-level function, not a lambda), unless
+        :func:`check_problem` is given a problem loaded by reference. See docs/parallel.md.
 
     Returns
     -------
@@ -482,6 +491,7 @@ def check_gradients(
     )
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
+    workers = parallel.workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     total = sum(len(planned.columns) for planned in plan)
     if progress is not None:
@@ -490,7 +500,8 @@ def check_gradients(
     if _is_auto(step):
         step_advice = advise_parameter_steps(counted, parameters, [planned.name for planned in plan])
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
-    probed = _first_pass(plan, counted, progress, total)
+    with parallel.probing(workers, plan) as pool:
+        probed = _first_pass(plan, counted, progress, total, pool)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
     largest = (
         max([0.0] + [_largest_gradient(item) for item in probed]),
@@ -500,22 +511,29 @@ def check_gradients(
     return _report(checks, purity, step_advice, counted.calls)
 
 
-def _first_pass(plan: list, counted: _Objective, progress, total: int) -> list:
-    """f(θ), each coordinate's two probes at h, each direction's two probes; f(θ) again at checkpoints."""
+def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None) -> list:
+    """f(θ), each coordinate's two probes at h, each direction's two probes; f(θ) again at checkpoints.
+
+    With a ``pool`` (parallel.py) the coordinates' probes are made in worker processes, and
+    everything else here, in the same order.
+    """
     center = counted.center()
     checkpoints = sorted({max(1, math.ceil(total * part / 3)) for part in (1, 2)})
     probed, done = [], 0
-    for planned in plan:
+    for index, planned in enumerate(plan):
         columns, minus, plus = planned.columns, [], []
-        start = 0
-        while start < len(columns):
-            due = [point - done for point in checkpoints if done < point <= done + len(columns) - start]
-            stop = start + due[0] if due else len(columns)
-            _probe_segment(planned, start, stop, counted, minus, plus, progress, done - start, total)
-            done += stop - start
-            start = stop
-            if done in checkpoints:
-                counted.center()
+        if pool is not None:
+            done = pool.collect(index, counted, minus, plus, done, checkpoints, progress, total)
+        else:
+            start = 0
+            while start < len(columns):
+                due = [point - done for point in checkpoints if done < point <= done + len(columns) - start]
+                stop = start + due[0] if due else len(columns)
+                _probe_segment(planned, start, stop, counted, minus, plus, progress, done - start, total)
+                done += stop - start
+                start = stop
+                if done in checkpoints:
+                    counted.center()
         minus_values, plus_values = np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
         slopes = slope_columns(columns, minus_values, center, plus_values)
         if not slopes.finite.all():
@@ -871,8 +889,15 @@ def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
-    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options)."""
-    return check_gradients(problem.objective, problem.parameters, problem.gradients, **options)
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options).
+
+    With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.problem.load_problem`
+    loaded by its reference, and unpickle any other.
+    """
+    objective = problem.objective
+    if problem.reference is not None and callable(objective) and options.get("jobs") not in (None, 1):
+        objective = parallel.ByReference(objective, problem.reference)
+    return check_gradients(objective, problem.parameters, problem.gradients, **options)
 
 
 def _is_auto(step) -> bool:

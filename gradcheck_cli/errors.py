@@ -71,6 +71,9 @@ __all__ = [
     "UnsupportedTensor",
     "SharedTensorMemory",
     "InvalidTorchCall",
+    "UnpicklableProblem",
+    "WorkerProblemDiffers",
+    "WorkerDied",
 ]
 
 
@@ -155,6 +158,18 @@ def user_traceback(error: BaseException) -> str:
 
     frames = traceback.format_list(user_frames(error))
     return "Traceback of your code (most recent call last):\n" + "".join(frames) + exception_line(error) + "\n"
+
+
+#: The attribute that carries, on an exception the objective raised in a worker process (jobs ≥ 2),
+#: ``(user_location, user_traceback)`` as they were there: the traceback does not cross processes.
+RAISED_IN_WORKER = "_gradcheck_raised_in_worker"
+
+
+def raised_in_worker(error: BaseException):
+    """``(location, traceback)`` of the user's code if the objective raised ``error`` in a worker
+    process (parallel.py marks it there), else None."""
+    marked = getattr(error, RAISED_IN_WORKER, None)
+    return marked if isinstance(marked, tuple) and len(marked) == 2 else None
 
 
 def exception_line(error: BaseException) -> str:
@@ -765,3 +780,43 @@ class InvalidTorchCall(GradCheckError):
 
     def describe(self):
         return f"{self.call} {self.problem}"
+
+
+# A check with jobs ≥ 2 (parallel.py): the coordinates' probes in worker processes.
+
+
+class UnpicklableProblem(GradCheckError):
+    """With jobs ≥ 2, the objective or its parameters cannot be pickled for the worker processes."""
+
+    fields = ("jobs", "error")
+
+    def describe(self):
+        return (
+            f"jobs={self.jobs} sends the objective and its parameters to worker processes by pickle, which "
+            f"failed: {self.error}; make the objective a module-level function (or a picklable object), or "
+            "check a problem loaded by reference (check_problem(load_problem('FILE.py:FUNCTION')))"
+        )
+
+
+class WorkerProblemDiffers(GradCheckError):
+    """A worker process loaded a problem that differs from this process's: a parameter, or f(θ)."""
+
+    fields = ("difference",)
+
+    def describe(self):
+        return (
+            f"the problem loaded in a worker process differs from this process's: {self.difference} (does the "
+            "problem function draw unseeded random numbers?); seed it, or check with jobs=1"
+        )
+
+
+class WorkerDied(GradCheckError):
+    """A worker process of a parallel check died (killed, crashed, or its result could not be read)."""
+
+    fields = ("jobs", "problem")
+
+    def describe(self):
+        return (
+            f"a worker process of the check with jobs={self.jobs} {self.problem}; every array is restored: "
+            "check with jobs=1 (--jobs 1) to see the failure in this process"
+        )

@@ -10,6 +10,7 @@ same mapping of arrays, which the checkers perturb in place and restore.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import heapq
 import importlib
 import importlib.util
@@ -51,6 +52,7 @@ from .tensors import parameter_and_gradient
 
 __all__ = [
     "GradientProblem",
+    "ProblemReference",
     "as_problem",
     "load_problem",
     "parameter_name",
@@ -59,6 +61,20 @@ __all__ = [
     "validated_whole_gradients",
     "reject_non_finite",
 ]
+
+
+@dataclass(frozen=True)
+class ProblemReference:
+    """How :func:`load_problem` loaded a problem, so that a worker process can load it again.
+
+    ``text`` is ``FILE.py:FUNCTION`` or ``package.module:FUNCTION``, ``adapt``
+    load_problem's hook, and ``directory`` the working directory it was loaded from
+    (a worker loads ``load_problem(text, adapt)`` there).
+    """
+
+    text: str
+    adapt: Callable | None
+    directory: str
 
 
 @dataclass(frozen=True)
@@ -73,11 +89,15 @@ class GradientProblem:
         Writable arrays, perturbed in place one coordinate at a time.
     gradients : Mapping[str, np.ndarray]
         The analytic gradient of the objective for each parameter, same shapes.
+    reference : ProblemReference, optional
+        Set by :func:`load_problem`: how worker processes load the same problem
+        (``check_problem(problem, jobs=N)``). None for a problem built in Python.
     """
 
     objective: Callable[[Mapping[str, np.ndarray]], float]
     parameters: Mapping[str, np.ndarray]
     gradients: Mapping[str, np.ndarray]
+    reference: ProblemReference | None = None
 
 
 def as_problem(returned, reference: str = "the problem") -> GradientProblem:
@@ -290,7 +310,9 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
     The function takes no arguments and returns a :class:`GradientProblem`
     or the tuple ``(objective, parameters, gradients)``; ``adapt(returned,
     reference)``, when given, may turn what it returned into one first (the
-    command line's hook for torch code). A file runs as a
+    command line's hook for torch code). The problem returned carries its
+    :class:`ProblemReference`, by which ``check_problem(problem, jobs=N)``'s
+    worker processes load it again. A file runs as a
     fresh module with its own directory first on ``sys.path`` (so it can
     import its neighbours, as ``python FILE.py`` would); a module is
     imported with the current directory on ``sys.path``. Both path entries
@@ -304,13 +326,14 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
         ProblemFunctionRaised or NotAProblem, each with a one-line message.
     """
     source, function_name = _split_reference(reference)
+    directory = os.getcwd()
     if _names_a_file(source):
         path = Path(source)
         if not path.is_file():
             raise ProblemFileNotFound(path=source)
         search_path = str(path.resolve().parent)
     else:
-        search_path = os.getcwd()
+        search_path = directory
     with _first_on_sys_path(search_path):
         module = _load_file(source, path) if _names_a_file(source) else _import_module(source)
         function = getattr(module, function_name, None)
@@ -328,7 +351,8 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
             ) from error
         if adapt is not None:
             returned = adapt(returned, f"{reference}()")
-    return as_problem(returned, f"{reference}()")
+    problem = as_problem(returned, f"{reference}()")
+    return dataclasses.replace(problem, reference=ProblemReference(reference, adapt, directory))
 
 
 _REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")

@@ -46,6 +46,7 @@ def assert_gradients_match(
     coordinates: Mapping | None = None,
     names: Iterable[str] | None = None,
     sampler: str = "structured",
+    jobs: int | None = None,
 ) -> GradientCheckReport:
     """Run :func:`~gradcheck_cli.check.check_gradients`; raise AssertionError unless it passed.
 
@@ -63,6 +64,7 @@ def assert_gradients_match(
         coordinates=coordinates,
         names=names,
         sampler=sampler,
+        jobs=jobs,
     )
     if not report.passed:
         raise AssertionError(failure_table(report))

@@ -259,7 +259,8 @@ def test_a_list_is_not_a_gradient():
 def test_check_problem_takes_a_gradient_problem():
     weights = np.linspace(-1.0, 1.0, 5)
     problem = GradientProblem(sum_of_squares, {"w": weights}, {"w": 2 * weights})
-    assert check_problem(problem, samples=3).to_dict() == check_gradients(*vars(problem).values(), samples=3).to_dict()
+    direct = check_gradients(problem.objective, problem.parameters, problem.gradients, samples=3)
+    assert check_problem(problem, samples=3).to_dict() == direct.to_dict()
 
 
 def test_report_is_json_ready_and_names_the_failing_parameter():

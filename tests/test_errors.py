@@ -194,6 +194,23 @@ EXAMPLES = [
         "analytic has a masked element at [1]; the check needs every value",
     ),
     (
+        errors.UnpicklableProblem(jobs=2, error="AttributeError: Can't pickle local object 'build.<locals>.objective'"),
+        "jobs=2 sends the objective and its parameters to worker processes by pickle, which failed: "
+        "AttributeError: Can't pickle local object 'build.<locals>.objective'; make the objective a module-level "
+        "function (or a picklable object), or check a problem loaded by reference "
+        "(check_problem(load_problem('FILE.py:FUNCTION')))",
+    ),
+    (
+        errors.WorkerProblemDiffers(difference="parameter 'W1' is not bit-identical"),
+        "the problem loaded in a worker process differs from this process's: parameter 'W1' is not bit-identical "
+        "(does the problem function draw unseeded random numbers?); seed it, or check with jobs=1",
+    ),
+    (
+        errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV"),
+        "a worker process of the check with jobs=4 was killed by signal SIGSEGV; every array is restored: "
+        "check with jobs=1 (--jobs 1) to see the failure in this process",
+    ),
+    (
         errors.CollapsedStep(side="minus", point=1e150, step=0.1, smallest_step=9.085484053695086e133),
         "minus perturbation from point 1e150 by step 0.1 rounds back to the point; "
         "a step of at least 9.085484053695086e133 moves both probes",

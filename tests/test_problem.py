@@ -79,6 +79,14 @@ def test_a_file_function_returning_a_gradient_problem(problem_file):
     assert check_problem(problem).passed
 
 
+def test_a_loaded_problem_carries_the_reference_workers_load_it_by(problem_file, tmp_path, monkeypatch):
+    adapt = problem_module.as_problem  # an adapter: load_problem calls it, and carries it for the workers
+    monkeypatch.chdir(tmp_path)
+    problem = load_problem(f"{problem_file.name}:as_tuple", adapt)
+    assert problem.reference == problem_module.ProblemReference(f"{problem_file.name}:as_tuple", adapt, str(tmp_path))
+    assert as_problem((problem.objective, {}, {})).reference is None  # a problem built in Python has none
+
+
 @pytest.mark.parametrize("function", ["as_tuple", "as_list"])
 def test_a_file_function_returning_the_three_parts(problem_file, function):
     problem = load_problem(f"{problem_file}:{function}")

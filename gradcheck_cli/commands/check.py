@@ -64,6 +64,16 @@ from .options import (
 )
 @PARAM_OPTION
 @click.option(
+    "--jobs",
+    type=int,
+    default=1,
+    metavar="N",
+    help="Probe the coordinates in N worker processes (0: one per core), each of which loads PROBLEM "
+    "again; the report is the same, bit for bit, for an objective that is a function of its "
+    "parameters. Worth it when the check's objective calls take far longer than starting the workers "
+    "(about half a second): see docs/parallel.md.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Text: the step advice and every coordinate in the chapter's form, at every step tried. "
@@ -71,13 +81,16 @@ from .options import (
 )
 @TRACEBACK_OPTION
 @output_options
-def check(output_format, problem, samples, sampler, step, tolerance, names, verbose, show_traceback):
+def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, verbose, show_traceback):
     def compute():
         if step != "auto" and step is not None:
             validate_step(step)
         if tolerance is not None:
             validate_tolerance(tolerance)
         from ..check import check_problem
+        from ..parallel import worker_count
+
+        worker_count(jobs)
 
         selected = list(names) or None
         with user_problem(problem, show_traceback) as loaded, tables.ProgressBar("checking coordinates") as progress:
@@ -89,6 +102,7 @@ def check(output_format, problem, samples, sampler, step, tolerance, names, verb
                 tolerance=tolerance,
                 names=selected,
                 progress=progress,
+                jobs=jobs,
             )
         return Report((render.check(report, verbose),), (report.passed,))
 

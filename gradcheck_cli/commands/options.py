@@ -21,6 +21,7 @@ from ..errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     exception_line,
+    raised_in_worker,
     user_location,
     user_traceback,
 )
@@ -194,7 +195,8 @@ def user_problem(reference: str, traceback: bool = False):
     of the user's objective (SystemExit, GeneratorExit, any BaseException
     but KeyboardInterrupt)
     becomes :class:`ObjectiveRaised`, one line and exit 2: the library lets
-    it propagate unchanged after restoring every array. Any other exception
+    it propagate unchanged after restoring every array (from a worker process
+    of ``--jobs`` too). Any other exception
     is gradcheck's own defect and is left alone, so it is reported as an
     internal error rather than blamed on the user; KeyboardInterrupt passes.
     The one line names the user's file and line; with ``traceback`` the
@@ -223,14 +225,14 @@ def user_problem(reference: str, traceback: bool = False):
         except KeyboardInterrupt:
             raise
         except BaseException as error:  # GeneratorExit and the user's own BaseException subclasses too
-            users = raised and error is raised[-1] and not isinstance(error, GradCheckError)
+            in_worker = raised_in_worker(error)  # (location, traceback) as the worker saw them
+            users = (raised and error is raised[-1] or in_worker is not None) and not isinstance(error, GradCheckError)
             cause = error if users else error.__cause__ if isinstance(error, _USER_RAISED) else None
             if traceback and cause is not None:
-                sys.stderr.write(user_traceback(cause))
+                sys.stderr.write(user_traceback(cause) if in_worker is None else in_worker[1])
             if users:
-                raise ObjectiveRaised(
-                    reference=reference, error=exception_line(error) + user_location(error)
-                ) from error
+                location = user_location(error) if in_worker is None else in_worker[0]
+                raise ObjectiveRaised(reference=reference, error=exception_line(error) + location) from error
             raise
 
 

@@ -1,0 +1,370 @@
+"""parallel.py: ``check_gradients(..., jobs=N)`` and ``gradcheck check --jobs N``.
+
+The report with workers is the serial one, bit for bit: ``--json`` output compared byte for
+byte on passing, failing, kinked and impure problems, and library reports compared with ``==``.
+The failures are the serial ones, and a worker's own failures (a crash, a problem that loads
+differently) are one typed line. Real processes throughout: a spawn pool, a worker that really
+dies, a real SIGINT to the whole process group, as a terminal's Ctrl-C sends it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradcheck_cli import errors
+from gradcheck_cli.check import check_gradients, check_problem
+from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from gradcheck_cli.parallel import CHUNKS_PER_WORKER, chunks, worker_count
+from gradcheck_cli.problem import load_problem
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTABLE = "fixtures/golden/inputs/portable.py"
+
+# Problems run by reference in worker processes: each of these runs in the parent and in every worker.
+PROBLEMS = """
+import atexit
+import collections
+import math
+import multiprocessing
+import os
+import time
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+IN_WORKER = multiprocessing.parent_process() is not None
+W = np.linspace(-1.0, 1.0, 24)
+
+
+def _squares(parameters):
+    w = parameters["w"]
+    return 0.5 * math.fsum((w * w).tolist())
+
+
+def _problem(objective, w=W):
+    w = w.copy()
+    return GradientProblem(objective, {"w": w}, {"w": w.copy()})
+
+
+def impure():
+    # f at a point drifts by 4 ulps each time that very point is evaluated again: only f(θ) is.
+    seen = collections.Counter()
+
+    def objective(parameters):
+        key = parameters["w"].tobytes()
+        repeats, seen[key] = seen[key], seen[key] + 1
+        return (1.0 + _squares(parameters)) * (1.0 + repeats * 2.0**-50)
+
+    return _problem(objective)
+
+
+def chatty():
+    print("loading in", "a worker" if IN_WORKER else "the command")
+
+    def objective(parameters):
+        if IN_WORKER:
+            os.write(1, b"descriptor one in a worker\\n")
+            print("print in a worker")
+        return _squares(parameters)
+
+    return _problem(objective)
+
+
+def dies():
+    def objective(parameters):
+        if IN_WORKER:
+            os._exit(3)
+        return _squares(parameters)
+
+    return _problem(objective)
+
+
+def raises():
+    def objective(parameters):
+        if parameters["w"][17] != W[17]:
+            raise ValueError("w[17] is probed")
+        return _squares(parameters)
+
+    return _problem(objective)
+
+
+def nan():
+    def objective(parameters):
+        return math.nan if parameters["w"][17] != W[17] else _squares(parameters)
+
+    return _problem(objective)
+
+
+def unseeded():
+    return _problem(_squares, np.random.default_rng().standard_normal(24))
+
+
+def unseeded_data():
+    targets = np.random.default_rng().standard_normal(24)
+
+    def objective(parameters):
+        residual = parameters["w"] - targets
+        return 0.5 * math.fsum((residual * residual).tolist())
+
+    return GradientProblem(objective, {"w": W.copy()}, {"w": W - targets})
+
+
+def slow():
+    w = np.linspace(-1.0, 1.0, 4000)
+    if not IN_WORKER:  # the parent's w, as it is when the command exits
+        atexit.register(lambda: np.save(os.environ["GRADCHECK_TEST_SAVED"], w))
+
+    def objective(parameters):
+        if IN_WORKER:
+            open(os.path.join(os.environ["GRADCHECK_TEST_STARTED"], str(os.getpid())), "w").close()
+        time.sleep(0.002)
+        return _squares(parameters)
+
+    return GradientProblem(objective, {"w": w}, {"w": w.copy()})
+"""
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("parallel") / "problems.py"
+    path.write_text(textwrap.dedent(PROBLEMS))
+    return path
+
+
+def gradcheck(*arguments, env=None, **keywords):
+    """``python -m gradcheck_cli ARGUMENTS`` in a fresh interpreter, output captured."""
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    command = [sys.executable, "-m", "gradcheck_cli", *arguments]
+    return subprocess.run(command, cwd=ROOT, env=environment, timeout=120, capture_output=True, **keywords)
+
+
+def one_error_line(stderr: bytes) -> str:
+    text = stderr.decode()
+    assert "Traceback" not in text and text.startswith("Error: ") and text.count("\n") == 1, text
+    return text[len("Error: ") : -1]
+
+
+# ------------------------------------------------------------ the same report
+
+
+@pytest.mark.parametrize(
+    "problem, options, verdict",
+    [
+        (f"{PORTABLE}:problem", ["--samples", "all"], "passed"),
+        (f"{PORTABLE}:wrong_problem", ["--samples", "all", "--step", "auto"], "failed"),
+        (f"{PORTABLE}:kink_problem", ["--samples", "all"], "inconclusive"),
+        ("{problems}:impure", ["--samples", "all"], "passed"),
+    ],
+    ids=["passing", "failing", "kinked", "impure"],
+)
+def test_jobs_2_prints_the_json_of_jobs_1_byte_for_byte(problems, problem, options, verdict):
+    reference = problem.format(problems=problems)
+    serial = gradcheck("check", reference, "--json", *options, "--jobs", "1")
+    parallel = gradcheck("check", reference, "--json", *options, "--jobs", "2")
+    assert parallel.stdout == serial.stdout
+    assert (parallel.returncode, parallel.stderr) == (serial.returncode, serial.stderr)
+    report = json.loads(serial.stdout)["check"]
+    assert report["verdict"] == verdict
+    if "kink" in reference:
+        verdicts = {coordinate["verdict"] for parameter in report["parameters"] for coordinate in parameter["checks"]}
+        assert "suspected kink" in verdicts
+    if "impure" in reference:  # the purity measurement saw it, and so did every error bar
+        assert (report["purity"]["pure"], report["purity"]["distinct"]) == (False, 4)
+
+
+def test_what_the_users_code_prints_in_a_worker_goes_to_stderr(problems):
+    serial = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "1")
+    parallel = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "2")
+    assert parallel.stdout == serial.stdout and json.loads(parallel.stdout)["check"]["passed"]
+    stderr = parallel.stderr.decode().splitlines()
+    assert stderr.count("loading in the command") == 1 and stderr.count("loading in a worker") == 2
+    assert "descriptor one in a worker" in stderr and "print in a worker" in stderr
+
+
+class Quadratic:
+    """A picklable objective: ½ Σ c·w² over every parameter (workers unpickle it from this module)."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def __call__(self, parameters):
+        return sum(self.scale * 0.5 * float(np.sum(values * values)) for values in parameters.values())
+
+
+def test_library_reports_with_workers_equal_the_serial_ones():
+    parameters = {"w": np.linspace(-1.0, 2.0, 30).reshape(5, 6), "b": np.linspace(0.5, -0.5, 7)}
+    gradients = {"w": 3.0 * parameters["w"], "b": 3.1 * parameters["b"]}  # b's is wrong
+    serial = check_gradients(Quadratic(3.0), parameters, gradients, samples="all")
+    assert check_gradients(Quadratic(3.0), parameters, gradients, samples="all", jobs=2) == serial
+    assert serial.failing_parameters == ("b",)
+    loaded = load_problem(f"{PORTABLE}:wrong_problem")  # by reference, one worker per core
+    assert check_problem(loaded, samples=5, jobs=0) == check_problem(loaded, samples=5)
+
+
+def test_an_objective_that_changes_its_parameters_in_a_worker_is_the_serial_error():
+    parameters = {"w": np.linspace(-1.0, 1.0, 12)}
+    snapshot = parameters["w"].copy()
+    gradients = {"w": parameters["w"].copy()}
+    failures = []
+    for jobs in (1, 2):
+        with pytest.raises(errors.ParameterChanged) as raised:
+            check_gradients(Meddling(snapshot), parameters, gradients, samples="all", jobs=jobs)
+        failures.append(raised.value)
+        assert np.array_equal(parameters["w"], snapshot)
+    assert failures[0] == failures[1]
+
+
+class Meddling:
+    """½‖w‖², which adds 1 to w[0] while w[5] is probed (picklable)."""
+
+    def __init__(self, original):
+        self.original = original
+
+    def __call__(self, parameters):
+        w = parameters["w"]
+        if w[5] != self.original[5]:
+            w[0] += 1.0
+        return 0.5 * float(np.sum(w * w))
+
+
+# ------------------------------------------------------------ the serial failures
+
+
+def test_an_exception_of_the_objective_in_a_worker_is_the_serial_one(problems):
+    serial = gradcheck("check", f"{problems}:raises", "--samples", "all", "--jobs", "1")
+    parallel = gradcheck("check", f"{problems}:raises", "--samples", "all", "--jobs", "2")
+    assert (parallel.returncode, parallel.stdout, parallel.stderr) == (EXIT_BAD_INPUT, b"", serial.stderr)
+    line = textwrap.dedent(PROBLEMS).splitlines().index('            raise ValueError("w[17] is probed")') + 1
+    assert one_error_line(parallel.stderr).endswith(
+        f"raised ValueError: w[17] is probed (at {problems}:{line} in objective)"
+    )
+    with pytest.raises(ValueError, match=r"^w\[17\] is probed$"):  # the library: the exception itself
+        check_problem(load_problem(f"{problems}:raises"), samples="all", jobs=2)
+
+
+def test_a_probe_error_in_a_worker_is_the_serial_typed_error(problems):
+    failures = []
+    for jobs in (1, 2):
+        with pytest.raises(errors.AtParameter) as raised:
+            check_problem(load_problem(f"{problems}:nan"), samples="all", jobs=jobs)
+        failures.append(raised.value)
+    assert failures[0] == failures[1]
+    assert (
+        str(failures[1])
+        == "parameter 'w': gradient check at coordinate [17] failed: minus function evaluation returned NaN"
+    )
+    assert isinstance(failures[1].source, errors.AtCoordinate)
+
+
+# ------------------------------------------------------------ a worker's own failures
+
+
+def test_a_lambda_objective_is_a_typed_error_before_any_call():
+    calls = []
+
+    def objective(parameters):
+        calls.append(1)
+        return 0.0
+
+    parameters = {"w": np.ones(3)}
+    with pytest.raises(errors.UnpicklableProblem) as raised:
+        check_gradients(objective, parameters, {"w": np.zeros(3)}, jobs=2)
+    assert calls == []
+    assert "make the objective a module-level function" in str(raised.value)
+    assert "load_problem('FILE.py:FUNCTION')" in str(raised.value)
+
+
+@pytest.mark.parametrize("jobs", [-1, 1.5, "2", True])
+def test_jobs_must_be_a_whole_number_of_at_least_zero(jobs):
+    with pytest.raises(errors.InvalidArgument, match="^jobs must be a whole number: 0 for one worker per core"):
+        check_gradients(Quadratic(1.0), {"w": np.ones(3)}, {"w": np.ones(3)}, jobs=jobs)
+
+
+def test_jobs_0_is_one_worker_per_usable_core():
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert [worker_count(jobs) for jobs in (None, 1, 0, 2, 7)] == [1, 1, usable, 2, 7]
+
+
+def test_the_command_line_refuses_a_negative_jobs_before_loading_the_problem(problems):
+    result = gradcheck("check", f"{problems}:dies", "--jobs", "-2")
+    assert result.returncode == EXIT_BAD_INPUT and result.stdout == b""
+    assert one_error_line(result.stderr).startswith("jobs must be a whole number")
+
+
+def test_a_worker_that_dies_is_one_line_and_exit_2(problems):
+    result = gradcheck("check", f"{problems}:dies", "--jobs", "2", "--json")  # the timeout: not a hang
+    message = (
+        "a worker process of the check with jobs=2 exited with status 3; every array is restored: check with "
+        "jobs=1 (--jobs 1) to see the failure in this process"
+    )
+    assert (result.returncode, one_error_line(result.stderr)) == (EXIT_BAD_INPUT, message)
+    error = json.loads(result.stdout)["error"]
+    assert (error["kind"], error["message"]) == ("WorkerDied", message)
+
+
+@pytest.mark.parametrize(
+    "function, difference",
+    [("unseeded", r"parameter 'w' is not bit-identical"), ("unseeded_data", r"f\(θ\) is \S+ there, \S+ here")],
+)
+def test_a_problem_that_loads_differently_in_a_worker_is_a_typed_error(problems, function, difference):
+    with pytest.raises(errors.WorkerProblemDiffers, match=f"differs from this process's: {difference} .* unseeded"):
+        check_problem(load_problem(f"{problems}:{function}"), jobs=2)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT are POSIX notions")
+def test_ctrl_c_with_workers_running_exits_130_with_every_array_restored(problems, tmp_path):
+    started, saved = tmp_path / "started", tmp_path / "saved.npy"
+    started.mkdir()
+    environment = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "GRADCHECK_TEST_STARTED": str(started),
+        "GRADCHECK_TEST_SAVED": str(saved),
+    }
+    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{problems}:slow", "--samples", "all", "--jobs", "2"]
+    # Its own session: the SIGINT goes to the command and its workers, as a terminal's Ctrl-C does.
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60.0  # a safety net against a hung test, not a timing assertion
+        while len(os.listdir(started)) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the workers never got going"
+            time.sleep(0.01)
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert (process.returncode, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
+    assert np.load(saved).tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
+    for worker in (int(name) for name in os.listdir(started)):  # stopped with the command, not left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)
+
+
+# ------------------------------------------------------------ the split
+
+
+def test_the_split_is_contiguous_in_order_and_cut_at_the_checkpoints():
+    lengths, checkpoints = [30, 5, 1, 64], [34, 67]
+    split = chunks(lengths, checkpoints, workers=2)
+    for length, parameter in zip(lengths, split):
+        assert parameter[0][0] == 0 and parameter[-1][1] == length
+        assert all(stop == start for (_, stop), (start, _) in zip(parameter, parameter[1:]))
+        assert all(stop - start <= 13 for start, stop in parameter)  # ⌈100 / (4 · 2)⌉
+    offsets = [0, 30, 35, 36]
+    boundaries = {offset + stop for offset, parameter in zip(offsets, split) for _, stop in parameter}
+    assert set(checkpoints) <= boundaries
+    assert CHUNKS_PER_WORKER * 2 <= sum(map(len, split)) <= CHUNKS_PER_WORKER * 2 + len(lengths) + len(checkpoints)
+    assert chunks(lengths, checkpoints, workers=2) == split
