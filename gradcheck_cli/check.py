@@ -406,10 +406,17 @@ class _Objective:
         self.centers.append(value)
         return value
 
-    def unchanged(self) -> None:
-        """Every checked array is still the one given, writable and bit-identical to the original:
-        else it is restored and the objective's change is a typed error."""
+    def restore(self) -> None:
+        """Every checked array back to its snapshot where its bits differ (never raises for that)."""
         for name, array in self.checked.items():
+            if not same_array_bits(array, self.snapshots[name]):
+                write_back(array, Ellipsis, self.snapshots[name])
+
+    def unchanged(self, name: str | None = None) -> None:
+        """Every checked array (or the one named) is still the one given, writable and bit-identical
+        to the original: else it is restored and the objective's change is a typed error."""
+        checked = self.checked.items() if name is None else [(name, self.checked[name])]
+        for name, array in checked:
             if not array.flags.writeable:
                 raise ArrayMadeReadOnly(role="parameters")
             if self.parameters.get(name) is not array:
@@ -493,12 +500,21 @@ def check_gradients(
         raise NotCallable(role="progress", type_name=type(progress).__name__)
     workers = parallel.workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
+    try:
+        return _checked(plan, counted, step, progress, workers)
+    except BaseException:
+        counted.restore()  # whatever the objective changed beside the probe, on every path
+        raise
+
+
+def _checked(plan: list, counted: _Objective, step, progress, workers) -> GradientCheckReport:
+    """The check itself, once everything is validated: probes, purity, verdicts, the report."""
     total = sum(len(planned.columns) for planned in plan)
     if progress is not None:
         progress(0, total)
     step_advice = None
     if _is_auto(step):
-        step_advice = advise_parameter_steps(counted, parameters, [planned.name for planned in plan])
+        step_advice = advise_parameter_steps(counted, counted.parameters, [planned.name for planned in plan])
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
     with parallel.probing(workers, plan) as pool:
         probed = _first_pass(plan, counted, progress, total, pool)
@@ -508,6 +524,7 @@ def check_gradients(
         max([0.0] + [item.direction.scale for item in probed if item.direction is not None]),
     )
     checks = [_judge_parameter(item, counted, purity.spread, largest) for item in probed]
+    counted.unchanged()  # the confirmations and directional probes may not have changed θ either
     return _report(checks, purity, step_advice, counted.calls)
 
 
@@ -534,6 +551,8 @@ def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None
                 start = stop
                 if done in checkpoints:
                     counted.center()
+                if progress is not None:  # the segment's last coordinate: after the checkpoint's f(θ)
+                    progress(done, total)
         minus_values, plus_values = np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
         slopes = slope_columns(columns, minus_values, center, plus_values)
         if not slopes.finite.all():
@@ -548,7 +567,7 @@ def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None
 
 def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progress, base: int, total: int):
     """Coordinates start:stop of ``planned`` probed at h (their calls counted); typed errors in AtParameter."""
-    after = None if progress is None else (lambda k: progress(base + k, total))
+    after = None if progress is None else (lambda k: progress(base + k, total) if k < stop else None)
     try:
         probe_values(
             planned.array,
@@ -589,7 +608,11 @@ def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) 
 
 
 def _probe_direction(planned: _PlannedParameter, original, displacement, multiplier: float, counted: _Objective):
-    """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate."""
+    """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate.
+
+    The array must still be θ (it is restored from ``original``, which would undo a change the
+    objective made unseen)."""
+    counted.unchanged(planned.name)
     try:
         return probe_direction(
             planned.array, original, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0

@@ -977,3 +977,34 @@ def test_step_auto_restores_every_array_when_the_objective_raises_during_the_adv
     with pytest.raises(Boom):
         check_gradients(objective, problem.parameters, problem.gradients, step="auto")
     assert {name: array.tobytes() for name, array in problem.parameters.items()} == before
+
+
+def test_an_array_changed_during_the_confirmations_is_an_error_and_restored():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def objective(parameters):
+        array = parameters["x"]
+        if 0.0 < abs(array[0] - 1.0) < 1e-6:  # coordinate 0 at h/10: only a confirmation probes there
+            array[3] += 1.0
+        return float(np.sum(array * array))
+
+    wrong = 2 * x
+    wrong[0] *= 2.0  # coordinate 0 fails at h and is confirmed at h/10 and 10h
+    with pytest.raises(GradCheckError, match="modified in place"):
+        check_gradients(objective, {"x": x}, {"x": wrong}, samples="all")
+    assert x.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_an_array_changed_by_an_objective_that_then_raises_is_restored():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def objective(parameters):
+        array = parameters["x"]
+        if array[2] != 3.0:
+            array[1] = 99.0
+            raise ValueError("boom")
+        return float(np.sum(array * array))
+
+    with pytest.raises(ValueError, match="boom"):
+        check_gradients(objective, {"x": x}, {"x": 2 * x}, samples="all")
+    assert x.tolist() == [1.0, 2.0, 3.0, 4.0]
