@@ -24,7 +24,6 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from json.encoder import encode_basestring_ascii
 from typing import NamedTuple
 
 from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
@@ -171,6 +170,9 @@ def json_chunks(document):
     its records are never all in memory; each item is one string join (:func:`_encoded`), several
     times faster than the standard library's chain of generators.
     """
+    global encode_basestring_ascii
+    if encode_basestring_ascii is None:  # json loads re and its scanner: not at every start-up
+        from json.encoder import encode_basestring_ascii
     yield from _encoded_chunks(document, 0)
     yield "\n"
 
@@ -202,6 +204,7 @@ def _encoded_chunks(value, level: int):
 
 _INDENT = "  "
 _KEYS = {}
+encode_basestring_ascii = None  # json.encoder's, loaded by the first json_chunks
 #: json_ready's spelling of the floats RFC 8259 has no token for.
 _NON_FINITE = {"nan": '"NaN"', "inf": '"inf"', "-inf": '"-inf"'}
 
