@@ -20,7 +20,7 @@ from .sampling import (
     sampled_offsets,
 )
 
-__all__ = ["SAMPLERS", "structured_coordinates", "structured_offsets", "select_coordinates", "select_offsets"]
+__all__ = ["SAMPLERS", "structured_coordinates", "structured_offsets", "select_offsets"]
 
 #: ``sampler=`` values: the structured selection (the default) and the chapter's flat offsets.
 SAMPLERS = ("structured", "chapter")
@@ -137,10 +137,3 @@ def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: st
     if samples >= element_count(shape):
         return list(range(element_count(shape)))
     return structured_offsets(shape, samples, gradient)
-
-
-def select_coordinates(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:
-    """The coordinates ``sampler`` selects: ``"structured"`` or the chapter's ``"chapter"``."""
-    if sampler == "chapter":
-        return sample_tensor_coordinates(shape, samples)
-    return structured_coordinates(shape, samples, gradient)

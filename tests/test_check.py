@@ -1008,3 +1008,61 @@ def test_an_array_changed_by_an_objective_that_then_raises_is_restored():
     with pytest.raises(ValueError, match="boom"):
         check_gradients(objective, {"x": x}, {"x": 2 * x}, samples="all")
     assert x.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def _reference_structured_offsets(shape, samples, gradient):
+    """The structured selection as one R_d point at a time, in Python integers (the vectorized one's spec)."""
+    from gradcheck_cli.sampling import offset_from_coordinate, sample_tensor_coordinates
+    from gradcheck_cli.selection import _largest, _recurrence_multipliers
+
+    one = 1 << 64
+    chosen = dict.fromkeys(_largest(gradient, max(1, samples // 4)))
+    square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
+    multipliers = _recurrence_multipliers(len(shape))
+    k = 0
+    while len(chosen) < samples and k < 8 * samples + 64:
+        point = tuple((((one >> 1) + k * step) % one) * extent >> 64 for step, extent in zip(multipliers, shape))
+        chosen.setdefault(offset_from_coordinate(shape, point))
+        if square and k % 2 == 0 and point[-1] != point[-2] and len(chosen) < samples:
+            chosen.setdefault(offset_from_coordinate(shape, (*point[:-2], point[-1], point[-2])))
+        k += 1
+    for fallback in sample_tensor_coordinates(shape, samples):
+        if len(chosen) >= samples:
+            break
+        chosen.setdefault(fallback.flat_index)
+    return sorted(chosen)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(7,), (100,), (5, 5), (3, 4), (40, 50), (16, 16), (2, 3, 3), (1, 1000), (1000, 1), (4, 4, 4, 4), (2, 1, 1)],
+)
+def test_the_vectorized_structured_selection_is_the_point_by_point_one(shape):
+    from gradcheck_cli.selection import structured_offsets
+
+    random = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    elements = int(np.prod(shape))
+    for samples in (1, 2, 3, 5, 16, 17, 64, 100, 999):
+        if samples >= elements:
+            continue
+        for gradient in (random.standard_normal(shape), np.zeros(shape)):
+            assert structured_offsets(shape, samples, gradient) == _reference_structured_offsets(
+                shape, samples, gradient
+            )
+
+
+def test_the_structured_selection_is_exact_on_extents_beyond_32_bits():
+    from gradcheck_cli.selection import _recurrence_multipliers, _spread_offsets
+
+    one = 1 << 64
+    for shape in [(2**40,), (3, 2**35), (2**31 + 1, 2**31 - 1), (2**20, 2**42 + 3), (2**62 + 5,)]:
+        multipliers = _recurrence_multipliers(len(shape))
+        offsets = _spread_offsets(shape, multipliers, 0, 50, square=False).tolist()
+        expected = []
+        for k in range(50):
+            point = [(((one >> 1) + k * step) % one) * extent >> 64 for step, extent in zip(multipliers, shape)]
+            flat = 0
+            for index, extent in zip(point, shape):
+                flat = flat * extent + index
+            expected.append(flat)
+        assert offsets == expected
