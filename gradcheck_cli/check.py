@@ -180,12 +180,12 @@ class PurityVerdict(Record):
 
 
 class CoordinateChecks(Sequence):
-    """Every checked coordinate of one parameter, in row-major order, kept as columns.
+    """Every checked coordinate of one parameter, in selection order, kept as columns.
 
     A sequence of :class:`CoordinateCheck`: the records of the coordinates that did not pass at
     their first step are kept (they were confirmed at other steps); the others are built from
     the columns when asked for, one at a time, so a million coordinates cost a few numpy arrays
-    (about 100 bytes a coordinate) rather than a million records.
+    (under 300 bytes a coordinate, docs/performance.md) rather than a million records.
     """
 
     __slots__ = ("_item", "_center", "_jitter", "_resolution", "_primary", "_judged")

@@ -28,6 +28,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -241,15 +242,20 @@ class _Pool:
             raise WorkerDied(jobs=self.workers.count, problem=self._death()) from broken
 
     def _started(self) -> list:
-        """The worker processes started so far (the executor forgets them once shut down)."""
-        started = getattr(self.executor, "_processes", None) or {}
-        return list(started.values()) or self.processes
+        """The worker processes started so far: those kept when the chunks were submitted, and any the
+        executor still knows (it forgets a dead one once the pool is broken, and all once shut down)."""
+        started = (getattr(self.executor, "_processes", None) or {}).values()
+        return [*self.processes, *(process for process in started if process not in self.processes)]
 
     def _death(self) -> str:
         """How the worker that broke the pool ended (the others were terminated by the pool)."""
-        codes = []
+        codes, deadline = [], time.monotonic() + 5.0
         for process in self._started():
             process.join(timeout=5.0)
+            # The executor's own thread may be reaping it at the same moment: its waitpid wins, and
+            # ours reads no status (is_alive() even says True) until that thread has stored it.
+            while process.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.01)
             codes.append(process.exitcode)
         ended = [code for code in codes if code not in (None, 0, -signal.SIGTERM)] or [
             code for code in codes if code not in (None, 0)
