@@ -142,3 +142,22 @@ def verdict(value: float, goal: float, comparison: str = "≤", unit: str = "") 
     """Whether ``value`` meets the goal; printed, never asserted."""
     met = value <= goal if comparison == "≤" else value < goal
     return f"goal {comparison} {goal:g}{unit}: {'met' if met else 'MISSED'}"
+
+
+def status_kb(field: str) -> int:
+    """A ``VmRSS``/``VmHWM``-style field of /proc/self/status, in KiB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux ≥ 4.0); False where that is not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False

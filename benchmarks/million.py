@@ -27,7 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from _common import REPOSITORY, header
+from _common import REPOSITORY, header, reset_peak, status_kb
 
 PROBLEM = textwrap.dedent(
     """
@@ -40,14 +40,6 @@ PROBLEM = textwrap.dedent(
         return (lambda parameters: float(parameters["x"][0])), {{"x": theta}}, {{"x": gradient}}
     """
 )
-
-
-def status_kb(field: str) -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
 
 
 def library_child(elements: int) -> dict:
@@ -68,8 +60,7 @@ def library_child(elements: int) -> dict:
         calls[0] += 1
         return float(parameters["x"][0])
 
-    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-        clear_refs.write("5")  # VmHWM := VmRSS
+    reset_peak()  # VmHWM := VmRSS
     before_kb = status_kb("VmRSS")
     start = time.perf_counter()
     report = check_gradients(objective, {"x": theta}, {"x": gradient}, samples="all")

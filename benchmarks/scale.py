@@ -29,32 +29,13 @@ import time
 import timeit
 import zlib
 
-from _common import REPOSITORY, header, median, seconds, verdict
+from _common import REPOSITORY, header, median, reset_peak, seconds, status_kb, verdict
 
 SAMPLER_SHAPE = (10**12, 10**6)
 SAMPLES = 64
 SAMPLER_GOAL_S = 1e-3
 RSS_SLACK_MB = 50
 MB = 10**6  # the goal is in decimal megabytes
-
-
-def status_kb(field: str) -> int:
-    """A ``VmRSS``/``VmHWM``-style field of /proc/self/status, in KiB."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
-
-
-def reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux ≥ 4.0); False where that is not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def rss_child(elements: int, function: str) -> dict:

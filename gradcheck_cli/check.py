@@ -48,7 +48,6 @@ from .estimator import (
     compare_one_sided_slopes,
     difference_from_values,
     evaluated_value,
-    probe_geometry,
     validate_step,
     validate_tolerance,
 )
@@ -81,6 +80,7 @@ from .selection import SAMPLERS, select_offsets
 from .sweep import (
     ProbeColumns,
     SlopeColumns,
+    difference_at,
     index_columns,
     plan_columns,
     primary_columns,
@@ -89,7 +89,6 @@ from .sweep import (
     with_probes,
 )
 from .tensors import (
-    PlannedCoordinate,
     at_coordinate,
     element_count,
     finite_point,
@@ -588,14 +587,8 @@ def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progr
 
 def _difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:
     """Coordinate k's CentralDifference at h (the scalar code's typed error in AtParameter if it has one)."""
-    columns = planned.columns
-    point, step = float(columns.theta[k]), float(columns.step[k])
     try:
-        try:
-            geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
-            return difference_from_values(point, step, geometry, float(minus_values[k]), center, float(plus_values[k]))
-        except GradCheckError as error:
-            raise at_coordinate(columns.coordinate(k), error) from error
+        return difference_at(planned.columns, k, float(minus_values[k]), center, float(plus_values[k]))
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 
@@ -663,28 +656,18 @@ def _coordinate_estimate(planned, difference: CentralDifference, analytic: float
     return estimate, slopes
 
 
-def _confirmation_differences(planned, coordinate, difference: CentralDifference, counted: _Objective) -> list:
+def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
     """The coordinate's differences at h·factor for each confirmation factor whose probes are usable."""
-    differences = []
+    differences, point = [], difference.point
     for factor in CONFIRMATION_FACTORS:
         step = difference.requested_step * factor
         try:
-            geometry = dtype_perturbations(coordinate.point, step, planned.dtype)
-            minus, plus = _two_probes(planned.array, coordinate.sample.coordinate, geometry, counted)
-            center = difference.center_value
-            differences.append(difference_from_values(coordinate.point, step, geometry, minus, center, plus))
+            geometry = dtype_perturbations(point, step, planned.dtype)
+            minus, plus = _two_probes(planned.array, index, geometry, counted)
+            differences.append(difference_from_values(point, step, geometry, minus, difference.center_value, plus))
         except GradCheckError:
             continue  # a probe that collapses, overflows or meets a non-finite value: not this step
     return differences
-
-
-def _planned_coordinate(planned: _PlannedParameter, k: int) -> PlannedCoordinate:
-    columns = planned.columns
-    point, step = float(columns.theta[k]), float(columns.step[k])
-    geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
-    coordinate = columns.coordinate(k)
-    sample = SampledCoordinate(int(columns.offsets[k]), coordinate)
-    return PlannedCoordinate(sample, point, float(columns.analytic[k]), step, geometry)
 
 
 def _judge_coordinate(
@@ -693,20 +676,20 @@ def _judge_coordinate(
     """Coordinate k's record: its estimate at h, confirmed at the other steps by calling ``probing``
     when it does not pass there (None when it is known to pass at h: no call is made)."""
     planned = item.planned
-    coordinate = _planned_coordinate(planned, k)
+    index = planned.columns.coordinate(k)
     difference = _difference(planned, k, item.minus_values, center, item.plus_values)
-    analytic = coordinate.analytic
+    analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
         primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter, resolution.gradient)
     except GradCheckError as error:
-        raise AtParameter(parameter=planned.name, source=at_coordinate(coordinate.sample.coordinate, error)) from error
+        raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
     estimates = (primary,)
     judgement = judge_primary(primary, planned.tolerance, resolution)
     if judgement is None:
         if probing is None:
-            raise AssertionError(f"the columns passed {coordinate.sample.coordinate} but judge_primary does not")
-        more = _confirmation_differences(planned, coordinate, difference, probing)
+            raise AssertionError(f"the columns passed {index} but judge_primary does not")
+        more = _confirmation_differences(planned, index, difference, probing)
         estimates = with_step_sensitivity(
             [
                 primary,
@@ -716,8 +699,8 @@ def _judge_coordinate(
         judgement = judge_confirmed(estimates, planned.tolerance, resolution)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
-        flat_index=coordinate.sample.flat_index,
-        coordinate=coordinate.sample.coordinate,
+        flat_index=int(planned.columns.offsets[k]),
+        coordinate=index,
         difference=difference,
         comparison=comparison,
         kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),

@@ -171,11 +171,9 @@ def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:
         records would not fit in the memory available
         (:func:`validate_selection`).
     """
+    offsets = sampled_offsets(shape, max_samples)  # the count validated first, then the shape, as ever
     shape = _validated_shape(shape)
-    return [
-        SampledCoordinate(offset, coordinate_from_offset(shape, offset))
-        for offset in sampled_offsets(shape, max_samples)
-    ]
+    return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in offsets]
 
 
 def sampled_offsets(shape: Sequence[int], max_samples: int, coordinate_bytes: int = COORDINATE_BYTES) -> list:

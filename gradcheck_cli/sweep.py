@@ -19,7 +19,7 @@ import numpy as np
 
 from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
 from .errors import ArrayMadeReadOnly, GradCheckError
-from .estimator import difference_from_values, evaluated_value, probe_geometry
+from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
 from .judge import ROUNDING_FACTOR
 from .tensors import at_coordinate
 
@@ -29,6 +29,7 @@ __all__ = [
     "plan_columns",
     "with_probes",
     "probe_values",
+    "difference_at",
     "SlopeColumns",
     "slope_columns",
     "PrimaryColumns",
@@ -225,22 +226,23 @@ def probe_values(
                 if not isfinite(
                     left_weight * ((center - minus) / minus_spacing) + right_weight * ((value - center) / plus_spacing)
                 ):
-                    _raise_difference_error(columns, start + k, minus, center, value)
+                    difference_at(columns, start + k, minus, center, value)
+                    raise AssertionError(f"the slopes at {columns.coordinate(start + k)} are finite after all")
             if progress is not None:
                 progress(start + k + 1)
     minus_values += values[0::2]
     plus_values += values[1::2]
 
 
-def _raise_difference_error(columns: ProbeColumns, k: int, minus: float, center: float, plus: float):
-    """The scalar code's typed error for coordinate k's non-finite slope or estimate, in AtCoordinate."""
+def difference_at(columns: ProbeColumns, k: int, minus: float, center: float, plus: float) -> CentralDifference:
+    """Coordinate k's CentralDifference at its first step, by the scalar code; its typed error (a
+    non-finite slope or estimate) in AtCoordinate."""
     point, step = float(columns.theta[k]), float(columns.step[k])
     try:
         geometry = probe_geometry(point, step, float(columns.minus_point[k]), float(columns.plus_point[k]))
-        difference_from_values(point, step, geometry, minus, center, plus)
+        return difference_from_values(point, step, geometry, minus, center, plus)
     except GradCheckError as error:
         raise at_coordinate(columns.coordinate(k), error) from error
-    raise AssertionError(f"the slopes at {columns.coordinate(k)} are finite after all")
 
 
 def _checked(value, side: str, columns: ProbeColumns, k: int) -> float:
