@@ -27,6 +27,7 @@ import operator
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -328,6 +329,7 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if hasattr(signal, "pthread_sigmask"):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        _whole_lines()
     try:
         loaded = pickle.loads(problem)
         if isinstance(loaded, tuple):
@@ -351,6 +353,15 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
         _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
         _WORKER["failure"] = error
+
+
+def _whole_lines() -> None:
+    """This worker's ``print`` written a whole line at a time, so that the workers' lines on one shared
+    stderr never splice mid-line (under ``python -u`` or PYTHONUNBUFFERED each piece of a print is a
+    write of its own; a line up to PIPE_BUF bytes written at once is atomic)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(line_buffering=True, write_through=False)
 
 
 def _probe_chunk(name: str, columns: ProbeColumns) -> tuple:

@@ -73,7 +73,7 @@ def chatty():
     def objective(parameters):
         if IN_WORKER:
             os.write(1, b"descriptor one in a worker\\n")
-            print("print in a worker")
+            print("print", "in", "a", "worker")  # four pieces: one write each when unbuffered
         return _squares(parameters)
 
     return _problem(objective)
@@ -183,11 +183,14 @@ def test_jobs_2_prints_the_json_of_jobs_1_byte_for_byte(problems, problem, optio
 
 def test_what_the_users_code_prints_in_a_worker_goes_to_stderr(problems):
     serial = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "1")
-    parallel = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "2")
+    # Unbuffered (python -u, as some CI runners set it) each piece of a print is a write of its own:
+    # the workers' lines must still arrive whole, never spliced mid-line.
+    parallel = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "2", env={"PYTHONUNBUFFERED": "1"})
     assert parallel.stdout == serial.stdout and json.loads(parallel.stdout)["check"]["passed"]
     stderr = parallel.stderr.decode().splitlines()
     assert stderr.count("loading in the command") == 1 and stderr.count("loading in a worker") == 2
-    assert "descriptor one in a worker" in stderr and "print in a worker" in stderr
+    probes = stderr.count("descriptor one in a worker")  # one line of each per probe in a worker
+    assert probes > 0 and stderr.count("print in a worker") == probes and len(stderr) == 3 + 2 * probes, stderr
 
 
 class Quadratic:

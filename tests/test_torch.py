@@ -474,8 +474,11 @@ def test_a_bug_in_a_modules_custom_op_fails_naming_that_modules_parameters_only(
     report = check_module(model, loss_fn)
     # The bias gradient is divided by the batch of 6: analytic/numerical = 1/6, and nothing else is wrong.
     assert report.failing_parameters == ("l2.bias",)
-    ratios = [r.comparison.analytic / r.comparison.numerical for r in report.parameter("l2.bias").checks]
-    assert np.allclose(ratios, 1 / 6, rtol=1e-3 if dtype == torch.float32 else 1e-8)
+    # Read within each estimate's own error bar: a float32 bias gradient of 5e-3 carries a bar of 2 %.
+    for record in report.parameter("l2.bias").checks:
+        analytic, numerical = record.comparison.analytic, record.comparison.numerical
+        bar = next(estimate.error_bar.total for estimate in record.estimates if estimate.numerical == numerical)
+        assert abs(6 * analytic - numerical) <= max(bar, 1e-8 * abs(numerical)), (analytic, numerical, bar)
     assert_unchanged(list(model.parameters()), before[0])
 
 
