@@ -60,9 +60,11 @@ test: $(STAMP)
 	$(PY) -m ruff format --check --quiet .
 	$(PY) -m pytest -q
 
-# Rewrite every case in fixtures/golden/ from the current code; review `git diff fixtures/golden` after.
+# Rewrite every case in fixtures/golden/ from the current code, and docs/json.md's tables from the
+# schemas; review `git diff fixtures/golden docs/json.md` after.
 golden: $(STAMP)
 	$(PY) tests/golden.py
+	$(PY) tests/json_documents.py
 
 # The scalar subcommands must not import numpy or rich: prints the offending imports and fails if they do.
 startup: $(STAMP)

@@ -62,6 +62,8 @@ __all__ = [
     "check",
     "step_advice",
     "taylor",
+    "schema_list",
+    "schema_document",
     "write_interrupted",
 ]
 
@@ -796,6 +798,21 @@ def check(report, verbose: bool = False) -> Section:
 def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:
     """A StepAdvice: every requested step's estimate and regime, then the advised step."""
     return Section(key, advice, lambda: _step_advice_lines(key, advice), lambda: _tables().step_advice(title, advice))
+
+
+def schema_list(entries: Sequence) -> Section:
+    """``gradcheck schema``: one ``name: title: description`` line per document."""
+    return Section(
+        "schemas",
+        entries,
+        lambda: [f"{entry['name']}: {entry['description']}" for entry in entries],
+        lambda: _tables().schema_list(entries),
+    )
+
+
+def schema_document(name: str, document: dict) -> Section:
+    """``gradcheck schema NAME``: the schema itself as text, ``{"schema": ...}`` as JSON, its fields as tables."""
+    return Section("schema", document, lambda: json_text(document).splitlines(), lambda: _tables().schema_fields(name))
 
 
 def taylor(result) -> Section:

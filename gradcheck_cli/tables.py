@@ -491,3 +491,31 @@ class ProgressBar:
     def __exit__(self, *exc_info):
         self.close()
         return False
+
+
+def schema_list(entries):
+    table = _left(_table("JSON documents (gradcheck schema NAME)", "name", "description"))
+    for entry in entries:
+        table.add_row(entry["name"], entry["description"])
+    return table
+
+
+def schema_fields(name: str):
+    from .schemas import definitions, schema
+
+    tables = []
+    errors = () if name == "error" else set(schema("error")["$defs"])  # listed by gradcheck schema error
+    for title, description, fields in definitions(name, schema(name)):
+        if title in errors:
+            continue
+        table = _left(_table(title, "field", "type", "description", caption=description))
+        for field in fields:
+            table.add_row(*field)
+        tables.append(table)
+    return _group(*tables)
+
+
+def _left(table):
+    for column in table.columns:
+        column.justify = "left"
+    return table

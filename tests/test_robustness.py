@@ -412,6 +412,7 @@ SAMPLE_CASES = [
     bad("sample --shape ''", "Invalid value for '--shape': '' is empty", CLICK),
     bad("sample --shape []", "Invalid value for '--shape': '[]' is empty", CLICK),
     bad("sample --shape ,", "'' in ',' is not a whole number", CLICK),
+    bad("schema nope", "Invalid value for '[NAME]': 'nope' is not one of 'demo'", CLICK),
     bad("sample --shape 1.5", "'1.5' is not a whole number", CLICK),
     bad(
         "sample --shape 10000000000,10000000000",
