@@ -28,6 +28,9 @@ endif
 ifneq ($(MAKE_VENV),)
 ifeq ($(wildcard $(MAKE_VENV)),)
 ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
+ifeq ($(shell command -v $(PYTHON) 2>/dev/null),)
+$(error '$(PYTHON)' is not found: run make PYTHON=/path/to/python3.10-or-newer)
+endif
 ifneq ($(shell $(PYTHON) -c "import sys; print(sys.version_info >= (3, 10))" 2>/dev/null),True)
 $(error gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one: run make PYTHON=/path/to/python3.10-or-newer)
 endif

@@ -629,8 +629,10 @@ def _short_check_lines(report) -> list:
         unpassed = parameter.checks.unpassed()
         lines += [_short_coordinate_line(parameter.name, record) for record in unpassed[:SHOWN_FAILURES]]
         if len(unpassed) > SHOWN_FAILURES:
+            more = len(unpassed) - SHOWN_FAILURES
             lines.append(
-                f"{parameter.name}: {len(unpassed) - SHOWN_FAILURES} more coordinates did not pass (--verbose shows every one)"
+                f"{parameter.name}: {more} more {'coordinate' if more == 1 else 'coordinates'} did not pass "
+                "(--verbose shows every one)"
             )
     if report.diagnosis is not None:
         lines.append(diagnosis_line("check", report.diagnosis))
@@ -705,18 +707,42 @@ def _problem_step_advice_lines(problem_advice) -> list:
     ]
 
 
-def _taylor_lines(result) -> list:
+#: Steps the short taylor output shows when none is in the fit (``--verbose`` shows every one).
+SHOWN_TAYLOR_POINTS = 5
+
+
+def _shown_taylor_points(result) -> tuple:
+    """(numbered points to show, what they are): those in the fit, else the first usable ones, else the first."""
+    numbered = list(enumerate(result.points, start=1))
+    for label, chosen in (
+        ("those in the fit", [pair for pair in numbered if pair[1].in_fit]),
+        ("the first usable ones", [pair for pair in numbered if pair[1].usable][:SHOWN_TAYLOR_POINTS]),
+        ("the first ones", numbered[:SHOWN_TAYLOR_POINTS]),
+    ):
+        if chosen:
+            return chosen, label
+    return [], "the first ones"
+
+
+def _taylor_lines(result, verbose: bool = False) -> list:
     lines = [
         f"taylor: parameters={_names(result.parameters)} dtypes={_names(result.dtypes)} "
         f"direction={result.direction} seed={result.seed} center_value={_value(result.center_value)} "
         f"directional_derivative={_value(result.directional_derivative)} epsilon={_error(result.epsilon)}"
     ]
-    for number, point in enumerate(result.points, start=1):
+    numbered, label = list(enumerate(result.points, start=1)), ""
+    if not verbose:
+        numbered, label = _shown_taylor_points(result)
+    for number, point in numbered:
         lines.append(
             f"taylor step {number}: step={_spacing(point.step)} displacement_norm={_spacing(point.displacement_norm)} "
             f"value={_value(point.value)} linear_term={_error(point.linear_term)} "
             f"remainder={_error(point.remainder)} rounding_floor={_error(point.rounding_floor)} "
             f"state={point.state} usable={_bool(point.usable)} in_fit={_bool(point.in_fit)}"
+        )
+    if len(numbered) < len(result.points):
+        lines.append(
+            f"taylor steps: {len(numbered)} of {len(result.points)} shown, {label} (--verbose shows every one)"
         )
     lines += [
         f"taylor fit: fit_points={result.fit_points} order={_value(result.order)} "
@@ -815,6 +841,6 @@ def schema_document(name: str, document: dict) -> Section:
     return Section("schema", document, lambda: json_text(document).splitlines(), lambda: _tables().schema_fields(name))
 
 
-def taylor(result) -> Section:
+def taylor(result, verbose: bool = False) -> Section:
     """A TaylorResult: the setting, every step's remainder, the fit and the verdict."""
-    return Section("taylor", result, lambda: _taylor_lines(result), lambda: _tables().taylor(result))
+    return Section("taylor", result, lambda: _taylor_lines(result, verbose), lambda: _tables().taylor(result))

@@ -63,7 +63,10 @@ def render(renderables, stream) -> str:
     drawing = console(stream, buffer)
     for renderable in renderables:
         drawing.print(renderable)
-    return buffer.getvalue()
+    import re
+
+    # rich pads every row to the table's width; the padding after the last cell is noise in a diff or a pipe.
+    return re.sub(r" +((?:\x1b\[[0-9;]*m)*)$", r"\1", buffer.getvalue(), flags=re.MULTILINE)
 
 
 def _text(content, style: str = None):

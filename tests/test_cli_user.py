@@ -515,7 +515,10 @@ def test_an_exception_from_the_objective_during_step_advice_or_taylor_is_the_sam
             [str(EXAMPLES / "mlp.py")],
             f"problem '{EXAMPLES / 'mlp.py'}' must be FILE.py:FUNCTION or package.module:FUNCTION",
         ),
-        ([], "Missing argument 'PROBLEM'."),
+        (
+            [],
+            "Missing argument 'PROBLEM'. Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. gradcheck check examples/line.py:problem",
+        ),
         ([MLP, "--samples", "0"], "Invalid value for '--samples': '0' is neither a positive whole number nor \"all\""),
         (
             [MLP, "--samples", "-3"],
@@ -602,9 +605,24 @@ def test_taylor_json_is_the_results_to_dict():
     assert parse_strictly(result.stdout) == {"taylor": expected.to_dict()}
 
 
-def test_taylor_text_is_the_setting_every_point_the_fit_and_the_verdict():
+def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdict():
     result = taylor_test(load_problem(MLP))
     output = lines(invoke("taylor", MLP))
+    verbose = lines(invoke("taylor", MLP, "--verbose"))
+    in_fit = [line for line in verbose[1:-2] if line.endswith("in_fit=true")]
+    assert len(in_fit) == result.fit_points == 5
+    assert output == [
+        verbose[0],
+        *in_fit,
+        "taylor steps: 5 of 40 shown, those in the fit (--verbose shows every one)",
+        *verbose[-2:],
+    ]
+    assert output[-1].startswith("taylor verdict: pass (second order) pass=true failing_parameters=[]")
+
+
+def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict():
+    result = taylor_test(load_problem(MLP))
+    output = lines(invoke("taylor", MLP, "--verbose"))
     assert len(output) == 1 + len(result.points) + 2
     assert output[0].startswith('taylor: parameters=["W1", "b1", "W2", "b2"] dtypes=["float64", "float64", ')
     assert " direction=splitmix64 seed=0 " in output[0]
@@ -638,7 +656,10 @@ def test_an_inconclusive_taylor_verdict_exits_1(problems):
         ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
         ([MLP, "--seed", "one"], "Invalid value for '--seed': 'one' is not a valid integer."),
         ([MLP, "--plot", "remainder.pdf"], "plot file 'remainder.pdf' must end in .png or .svg"),
-        ([], "Missing argument 'PROBLEM'."),
+        (
+            [],
+            "Missing argument 'PROBLEM'. Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. gradcheck taylor examples/line.py:problem",
+        ),
     ],
 )
 def test_bad_taylor_input_is_one_line_and_exit_2(arguments, message):

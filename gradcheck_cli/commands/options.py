@@ -318,7 +318,19 @@ PARAM_OPTION = click.option(
 
 def problem_argument(command):
     """The PROBLEM argument of ``check`` and ``taylor``; :data:`PROBLEM_HELP` explains it in their help."""
-    return click.argument("problem", metavar="PROBLEM")(command)
+    return click.argument("problem", metavar="PROBLEM", required=False, callback=_problem_given)(command)
+
+
+def _problem_given(ctx, param, value):
+    # Required, but click's own message would not say what PROBLEM looks like.
+    if value is None:
+        raise click.MissingParameter(
+            "Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. "
+            f"gradcheck {ctx.info_name} examples/line.py:problem",
+            ctx=ctx,
+            param=param,
+        )
+    return value
 
 
 def plot_target(path):

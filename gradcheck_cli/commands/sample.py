@@ -10,7 +10,12 @@ from .options import INT_LIST
 @click.command()
 @click.option("--shape", type=INT_LIST, required=True, metavar="N,N,...", help="The tensor's shape, e.g. 2,3.")
 @click.option(
-    "--max-samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="R: at most this many coordinates."
+    "--max-samples",
+    "--samples",
+    "max_samples",
+    type=int,
+    default=ChapterDefault(chapter.TENSOR_SAMPLES),
+    help="R: at most this many coordinates (--samples, as check and nll spell it, is the same option).",
 )
 @output_options
 def sample(output_format, shape, max_samples):
