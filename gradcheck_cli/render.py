@@ -58,6 +58,7 @@ __all__ = [
     "scan",
     "nll",
     "sample",
+    "parameter_samples",
     "rejected",
     "check",
     "step_advice",
@@ -503,11 +504,22 @@ def _scan_lines(records) -> list:
     return lines
 
 
-def _sample_lines(coordinates) -> list:
+def _sample_lines(coordinates, label: str = "") -> list:
     return [
-        f"sampled flat offsets: {rust_list([sample.flat_index for sample in coordinates])}",
-        f"sampled coordinates: {rust_list([sample.coordinate for sample in coordinates])}",
+        f"{label}sampled flat offsets: {rust_list([sample.flat_index for sample in coordinates])}",
+        f"{label}sampled coordinates: {rust_list([sample.coordinate for sample in coordinates])}",
     ]
+
+
+def _parameter_sample_lines(samples) -> list:
+    lines = []
+    for chosen in samples:
+        requested = "" if chosen.requested_samples is None else f" requested_samples={chosen.requested_samples}"
+        lines += [
+            f"{chosen.name}: dtype={chosen.dtype} shape={rust_list(chosen.shape)} selection={chosen.selection}{requested}",
+            *_sample_lines(chosen.coordinates, f"{chosen.name} "),
+        ]
+    return lines
 
 
 def _nll_lines(example) -> list:
@@ -804,6 +816,13 @@ def sample(coordinates: Sequence) -> Section:
     """SampledCoordinates from the deterministic sampler."""
     coordinates = list(coordinates)
     return Section("sample", coordinates, lambda: _sample_lines(coordinates), lambda: _tables().sample(coordinates))
+
+
+def parameter_samples(samples: Sequence) -> Section:
+    """``gradcheck sample PROBLEM``: per parameter (ParameterSample), the coordinates a check probes."""
+    return Section(
+        "sample", samples, lambda: _parameter_sample_lines(samples), lambda: _tables().parameter_samples(samples)
+    )
 
 
 def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) -> Section:

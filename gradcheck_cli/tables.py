@@ -249,6 +249,17 @@ def sample(coordinates):
     return table
 
 
+def parameter_samples(samples):
+    tables = []
+    for chosen in samples:
+        caption = f"{chosen.dtype} {rust_list(chosen.shape)}, {chosen.selection}"
+        table = _table(f"Coordinates check probes in {chosen.name}", "k", "flat offset", "coordinate", caption=caption)
+        for number, sampled in enumerate(chosen.coordinates):
+            table.add_row(str(number), str(sampled.flat_index), rust_list(sampled.coordinate))
+        tables.append(table)
+    return _group(*tables)
+
+
 def nll(example):
     check = example.check
     restored = "yes, exactly" if example.restored_exactly else "NO"

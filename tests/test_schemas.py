@@ -112,6 +112,7 @@ RECORD_SCHEMAS = {
     estimator.OneSidedSlopeComparison: ("defs", "/$defs/slopes"),
     estimator.ScalarGradientCheck: ("defs", "/$defs/scalar_check"),
     sampling.SampledCoordinate: ("defs", "/$defs/sampled_coordinate"),
+    sampling.ParameterSample: ("sample", "/$defs/parameter_sample"),
     tensors.TensorGradientCheck: ("defs", "/$defs/tensor_check"),
     tensors.CoordinateGradientCheck: ("defs", "/$defs/tensor_check/properties/checks/items"),
     nll.NllGradientExample: ("defs", "/$defs/nll"),
