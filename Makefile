@@ -28,6 +28,9 @@ endif
 ifneq ($(MAKE_VENV),)
 ifeq ($(wildcard $(MAKE_VENV)),)
 ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
+ifeq ($(shell command -v $(PYTHON) 2>/dev/null),)
+$(error '$(PYTHON)' is not found: run make PYTHON=/path/to/python3.10-or-newer)
+endif
 ifneq ($(shell $(PYTHON) -c "import sys; print(sys.version_info >= (3, 10))" 2>/dev/null),True)
 $(error gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one: run make PYTHON=/path/to/python3.10-or-newer)
 endif
@@ -60,9 +63,11 @@ test: $(STAMP)
 	$(PY) -m ruff format --check --quiet .
 	$(PY) -m pytest -q
 
-# Rewrite every case in fixtures/golden/ from the current code; review `git diff fixtures/golden` after.
+# Rewrite every case in fixtures/golden/ from the current code, and docs/json.md's tables from the
+# schemas; review `git diff fixtures/golden docs/json.md` after.
 golden: $(STAMP)
 	$(PY) tests/golden.py
+	$(PY) tests/json_documents.py
 
 # The scalar subcommands must not import numpy or rich: prints the offending imports and fails if they do.
 startup: $(STAMP)

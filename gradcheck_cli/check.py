@@ -71,7 +71,9 @@ from .problem import GradientProblem, reject_non_finite, reject_shared_memory, s
 from .records import Record, float_bits, same_array_bits
 from .sampling import (
     CHECKED_COORDINATE_BYTES,
+    ParameterSample,
     SampledCoordinate,
+    coordinate_from_offset,
     offset_from_coordinate,
     validate_samples,
     validate_selection,
@@ -110,6 +112,7 @@ __all__ = [
     "check_gradients",
     "check_problem",
     "kink_tolerance_for_step",
+    "selected_coordinates",
 ]
 
 #: Coordinates per parameter unless told otherwise.
@@ -993,27 +996,55 @@ def _validated_samples(samples) -> Samples:
     return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
 
 
+def _selection(shape: tuple, gradient, samples, listed, sampler) -> tuple:
+    """(selection, requested samples or None, flat offsets) of one parameter, as a check selects them."""
+    if listed is not None:
+        return "explicit", None, [sample.flat_index for sample in _explicit_coordinates(listed, shape)]
+    count = element_count(shape)
+    if count == 0:
+        raise EmptyTensor()
+    if samples == ALL_COORDINATES:
+        validate_selection(count, coordinate_bytes=CHECKED_COORDINATE_BYTES)
+        return "all", None, np.arange(count, dtype=np.intp)
+    validate_selection(min(samples, count), coordinate_bytes=CHECKED_COORDINATE_BYTES)
+    return sampler, samples, select_offsets(shape, samples, gradient, sampler)
+
+
+def selected_coordinates(
+    parameters: Mapping,
+    gradients: Mapping,
+    *,
+    samples: Samples = DEFAULT_SAMPLES,
+    sampler: str = "structured",
+    names=None,
+) -> tuple:
+    """The coordinates ``check_gradients`` with these options probes, one ParameterSample per parameter.
+
+    Nothing is evaluated: the selection needs only the shapes and, for the structured sampler,
+    the analytic gradients (their largest entries are among the coordinates).
+    """
+    samples = _validated_samples(samples)
+    if not (isinstance(sampler, str) and sampler in SAMPLERS):
+        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
+    chosen = []
+    for name in selected_names(parameters, gradients, names):
+        try:
+            dtype, gradient = parameter_and_gradient(parameters[name], gradients[name])
+            shape = tuple(parameters[name].shape)
+            selection, requested, offsets = _selection(shape, gradient, samples, None, sampler)
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+        coordinates = tuple(SampledCoordinate(int(k), coordinate_from_offset(shape, int(k))) for k in offsets)
+        chosen.append(ParameterSample(name, dtype.name, shape, selection, requested, coordinates))
+    return tuple(chosen)
+
+
 def _plan_parameter(
     name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler
 ) -> _PlannedParameter:
     dtype, gradient = parameter_and_gradient(array, gradient)
     reject_non_finite(array, gradient)
-    if listed is not None:
-        selection, requested = "explicit", None
-        offsets = [sample.flat_index for sample in _explicit_coordinates(listed, array.shape)]
-    elif samples == ALL_COORDINATES:
-        selection, requested = "all", None
-        count = element_count(array.shape)
-        if count == 0:
-            raise EmptyTensor()
-        validate_selection(count, coordinate_bytes=CHECKED_COORDINATE_BYTES)
-        offsets = np.arange(count, dtype=np.intp)
-    else:
-        selection, requested = sampler, samples
-        if element_count(array.shape) == 0:
-            raise EmptyTensor()
-        validate_selection(min(samples, element_count(array.shape)), coordinate_bytes=CHECKED_COORDINATE_BYTES)
-        offsets = select_offsets(array.shape, samples, gradient, sampler)
+    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, sampler)
 
     if _is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.

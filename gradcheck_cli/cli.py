@@ -420,6 +420,7 @@ SUBCOMMANDS = {
     "sample": "sample:sample",
     "check": "check:check",
     "taylor": "taylor:taylor",
+    "schema": "schema:schema",
 }
 
 
@@ -446,5 +447,5 @@ def main():
     deterministic tensor coordinates (chapter 13). The chapter's examples
     (demo, quadratic, scan, identity, kink, nll, sample) and your own code
     (check, taylor). Every subcommand prints text, JSON (--json) or tables
-    (--format table).
+    (--format table); gradcheck schema prints the JSON's schemas.
     """

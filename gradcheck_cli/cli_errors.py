@@ -2,7 +2,7 @@
 
 from .errors import GradCheckError
 
-__all__ = ["CommandLineError", "InputFileError", "ObjectiveRaised"]
+__all__ = ["CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned"]
 
 
 class CommandLineError(GradCheckError):
@@ -30,3 +30,12 @@ class ObjectiveRaised(GradCheckError):
 
     def describe(self):
         return f"the objective of {self.reference} raised {self.error}"
+
+
+class ObjectiveReturned(GradCheckError):
+    """The user's objective returned what a check cannot use (NaN, an infinity, not one real number)."""
+
+    fields = ("reference", "source")
+
+    def describe(self):
+        return f"the objective of {self.reference}: {self.source}"

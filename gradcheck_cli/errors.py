@@ -92,6 +92,8 @@ class GradCheckError(ValueError):
             )
         for name, value in values.items():
             setattr(self, name, value)
+        if isinstance(values.get("source"), BaseException):  # a wrapper (AtCoordinate, ...): its cause is what it wraps
+            self.__cause__ = values["source"]
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -405,10 +407,6 @@ class AtCoordinate(GradCheckError):
 
     fields = ("coordinate", "source")
 
-    def __init__(self, **values):
-        super().__init__(**values)
-        self.__cause__ = self.source
-
     def describe(self):
         return f"gradient check at coordinate {rust_list(self.coordinate)} failed: {self.source}"
 
@@ -647,10 +645,6 @@ class AtParameter(GradCheckError):
     """An error in one named parameter; the cause is the underlying error."""
 
     fields = ("parameter", "source")
-
-    def __init__(self, **values):
-        super().__init__(**values)
-        self.__cause__ = self.source
 
     def describe(self):
         return f"parameter {self.parameter!r}: {self.source}"

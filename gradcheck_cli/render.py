@@ -58,10 +58,13 @@ __all__ = [
     "scan",
     "nll",
     "sample",
+    "parameter_samples",
     "rejected",
     "check",
     "step_advice",
     "taylor",
+    "schema_list",
+    "schema_document",
     "write_interrupted",
 ]
 
@@ -501,11 +504,22 @@ def _scan_lines(records) -> list:
     return lines
 
 
-def _sample_lines(coordinates) -> list:
+def _sample_lines(coordinates, label: str = "") -> list:
     return [
-        f"sampled flat offsets: {rust_list([sample.flat_index for sample in coordinates])}",
-        f"sampled coordinates: {rust_list([sample.coordinate for sample in coordinates])}",
+        f"{label}sampled flat offsets: {rust_list([sample.flat_index for sample in coordinates])}",
+        f"{label}sampled coordinates: {rust_list([sample.coordinate for sample in coordinates])}",
     ]
+
+
+def _parameter_sample_lines(samples) -> list:
+    lines = []
+    for chosen in samples:
+        requested = "" if chosen.requested_samples is None else f" requested_samples={chosen.requested_samples}"
+        lines += [
+            f"{chosen.name}: dtype={chosen.dtype} shape={rust_list(chosen.shape)} selection={chosen.selection}{requested}",
+            *_sample_lines(chosen.coordinates, f"{chosen.name} "),
+        ]
+    return lines
 
 
 def _nll_lines(example) -> list:
@@ -627,8 +641,10 @@ def _short_check_lines(report) -> list:
         unpassed = parameter.checks.unpassed()
         lines += [_short_coordinate_line(parameter.name, record) for record in unpassed[:SHOWN_FAILURES]]
         if len(unpassed) > SHOWN_FAILURES:
+            more = len(unpassed) - SHOWN_FAILURES
             lines.append(
-                f"{parameter.name}: {len(unpassed) - SHOWN_FAILURES} more coordinates did not pass (--verbose shows every one)"
+                f"{parameter.name}: {more} more {'coordinate' if more == 1 else 'coordinates'} did not pass "
+                "(--verbose shows every one)"
             )
     if report.diagnosis is not None:
         lines.append(diagnosis_line("check", report.diagnosis))
@@ -703,18 +719,42 @@ def _problem_step_advice_lines(problem_advice) -> list:
     ]
 
 
-def _taylor_lines(result) -> list:
+#: Steps the short taylor output shows when none is in the fit (``--verbose`` shows every one).
+SHOWN_TAYLOR_POINTS = 5
+
+
+def _shown_taylor_points(result) -> tuple:
+    """(numbered points to show, what they are): those in the fit, else the first usable ones, else the first."""
+    numbered = list(enumerate(result.points, start=1))
+    for label, chosen in (
+        ("those in the fit", [pair for pair in numbered if pair[1].in_fit]),
+        ("the first usable ones", [pair for pair in numbered if pair[1].usable][:SHOWN_TAYLOR_POINTS]),
+        ("the first ones", numbered[:SHOWN_TAYLOR_POINTS]),
+    ):
+        if chosen:
+            return chosen, label
+    return [], "the first ones"
+
+
+def _taylor_lines(result, verbose: bool = False) -> list:
     lines = [
         f"taylor: parameters={_names(result.parameters)} dtypes={_names(result.dtypes)} "
         f"direction={result.direction} seed={result.seed} center_value={_value(result.center_value)} "
         f"directional_derivative={_value(result.directional_derivative)} epsilon={_error(result.epsilon)}"
     ]
-    for number, point in enumerate(result.points, start=1):
+    numbered, label = list(enumerate(result.points, start=1)), ""
+    if not verbose:
+        numbered, label = _shown_taylor_points(result)
+    for number, point in numbered:
         lines.append(
             f"taylor step {number}: step={_spacing(point.step)} displacement_norm={_spacing(point.displacement_norm)} "
             f"value={_value(point.value)} linear_term={_error(point.linear_term)} "
             f"remainder={_error(point.remainder)} rounding_floor={_error(point.rounding_floor)} "
             f"state={point.state} usable={_bool(point.usable)} in_fit={_bool(point.in_fit)}"
+        )
+    if len(numbered) < len(result.points):
+        lines.append(
+            f"taylor steps: {len(numbered)} of {len(result.points)} shown, {label} (--verbose shows every one)"
         )
     lines += [
         f"taylor fit: fit_points={result.fit_points} order={_value(result.order)} "
@@ -778,6 +818,13 @@ def sample(coordinates: Sequence) -> Section:
     return Section("sample", coordinates, lambda: _sample_lines(coordinates), lambda: _tables().sample(coordinates))
 
 
+def parameter_samples(samples: Sequence) -> Section:
+    """``gradcheck sample PROBLEM``: per parameter (ParameterSample), the coordinates a check probes."""
+    return Section(
+        "sample", samples, lambda: _parameter_sample_lines(samples), lambda: _tables().parameter_samples(samples)
+    )
+
+
 def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) -> Section:
     """Rejected requests: request key (JSON) → the GradCheckError it raised; ``labels`` name them in text."""
     errors, labels = dict(errors), dict(labels or {})
@@ -798,6 +845,21 @@ def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Sect
     return Section(key, advice, lambda: _step_advice_lines(key, advice), lambda: _tables().step_advice(title, advice))
 
 
-def taylor(result) -> Section:
+def schema_list(entries: Sequence) -> Section:
+    """``gradcheck schema``: one ``name: title: description`` line per document."""
+    return Section(
+        "schemas",
+        entries,
+        lambda: [f"{entry['name']}: {entry['description']}" for entry in entries],
+        lambda: _tables().schema_list(entries),
+    )
+
+
+def schema_document(name: str, document: dict) -> Section:
+    """``gradcheck schema NAME``: the schema itself as text, ``{"schema": ...}`` as JSON, its fields as tables."""
+    return Section("schema", document, lambda: json_text(document).splitlines(), lambda: _tables().schema_fields(name))
+
+
+def taylor(result, verbose: bool = False) -> Section:
     """A TaylorResult: the setting, every step's remainder, the fit and the verdict."""
-    return Section("taylor", result, lambda: _taylor_lines(result), lambda: _tables().taylor(result))
+    return Section("taylor", result, lambda: _taylor_lines(result, verbose), lambda: _tables().taylor(result))

@@ -22,6 +22,7 @@ __all__ = [
     "available_memory",
     "validate_selection",
     "SampledCoordinate",
+    "ParameterSample",
     "validate_samples",
     "element_count",
     "coordinate_from_offset",
@@ -48,6 +49,21 @@ class SampledCoordinate(Record):
 
     flat_index: int
     coordinate: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterSample(Record):
+    """The coordinates a check selects in one parameter (``gradcheck sample PROBLEM``).
+
+    ``selection`` is the sampler's name (with ``requested_samples``) or ``"all"``.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple
+    selection: str
+    requested_samples: int | None
+    coordinates: tuple
 
 
 def validate_samples(samples, role: str = "requested samples", expected: str = "a positive whole number") -> int:

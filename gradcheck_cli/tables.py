@@ -63,7 +63,10 @@ def render(renderables, stream) -> str:
     drawing = console(stream, buffer)
     for renderable in renderables:
         drawing.print(renderable)
-    return buffer.getvalue()
+    import re
+
+    # rich pads every row to the table's width; the padding after the last cell is noise in a diff or a pipe.
+    return re.sub(r" +((?:\x1b\[[0-9;]*m)*)$", r"\1", buffer.getvalue(), flags=re.MULTILINE)
 
 
 def _text(content, style: str = None):
@@ -244,6 +247,17 @@ def sample(coordinates):
     for number, sample in enumerate(coordinates):
         table.add_row(str(number), str(sample.flat_index), rust_list(sample.coordinate))
     return table
+
+
+def parameter_samples(samples):
+    tables = []
+    for chosen in samples:
+        caption = f"{chosen.dtype} {rust_list(chosen.shape)}, {chosen.selection}"
+        table = _table(f"Coordinates check probes in {chosen.name}", "k", "flat offset", "coordinate", caption=caption)
+        for number, sampled in enumerate(chosen.coordinates):
+            table.add_row(str(number), str(sampled.flat_index), rust_list(sampled.coordinate))
+        tables.append(table)
+    return _group(*tables)
 
 
 def nll(example):
@@ -491,3 +505,31 @@ class ProgressBar:
     def __exit__(self, *exc_info):
         self.close()
         return False
+
+
+def schema_list(entries):
+    table = _left(_table("JSON documents (gradcheck schema NAME)", "name", "description"))
+    for entry in entries:
+        table.add_row(entry["name"], entry["description"])
+    return table
+
+
+def schema_fields(name: str):
+    from .schemas import definitions, schema
+
+    tables = []
+    errors = () if name == "error" else set(schema("error")["$defs"])  # listed by gradcheck schema error
+    for title, description, fields in definitions(name, schema(name)):
+        if title in errors:
+            continue
+        table = _left(_table(title, "field", "type", "description", caption=description))
+        for field in fields:
+            table.add_row(*field)
+        tables.append(table)
+    return _group(*tables)
+
+
+def _left(table):
+    for column in table.columns:
+        column.justify = "left"
+    return table

@@ -109,12 +109,19 @@ class PlannedCoordinate(Record):
 def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
     """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error."""
     if not isinstance(parameters, np.ndarray):
-        raise NotAnArray(role=role, type_name=type(parameters).__name__)
+        raise NotAnArray(role=role, type_name=_type_name(parameters))
     dtype = probe_dtype(parameters.dtype, role=role)
     if not parameters.flags.writeable:
         raise ReadOnlyArray(role=role)
     reject_masked(parameters, role)
     return dtype
+
+
+def _type_name(value) -> str:
+    """What a value that is not an array is, for NotAnArray; a numpy scalar says how to make it one."""
+    if isinstance(value, np.generic):
+        return f"the numpy scalar {value!r}, which cannot be probed in place: np.array({value.item()!r}) is a 0-d array that can"
+    return type(value).__name__
 
 
 def reject_masked(array: np.ndarray, role: str) -> None:

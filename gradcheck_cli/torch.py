@@ -48,6 +48,7 @@ import numpy as np
 from .check import GradientCheckReport, check_problem
 from .errors import (
     InvalidTorchCall,
+    NotAProblem,
     NotCallable,
     SharedParameterMemory,
     SharedTensorMemory,
@@ -277,6 +278,11 @@ def torch_problem(returned, reference: str = "the problem"):
         if _holds_a_tensor(second):
             return function_problem(first, second)
         return returned
+    if isinstance(returned, (tuple, list)) and len(returned) not in (0, 2) and isinstance(returned[0], torch.nn.Module):
+        names = ", ".join(type(item).__name__ for item in returned)
+        raise NotAProblem(
+            reference=reference, returned=f"a {len(returned)}-tuple ({names}): a module's problem is (module, loss_fn)"
+        )
     if isinstance(returned, GradientProblem) or (isinstance(returned, (tuple, list)) and len(returned) == 3):
         problem = as_problem(returned, reference)
         values = [*problem.parameters.values(), *problem.gradients.values()]
@@ -376,7 +382,9 @@ def _scalar_loss(loss, call_text: str, analytic: bool = False):
         raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {type(loss).__name__}")
     usable = loss.is_floating_point() and loss.numel() == 1 and (loss.requires_grad or not analytic)
     if not usable:
-        got = f"{loss.dtype} of shape {list(loss.shape)}" + (", requires_grad=False" if analytic else "")
+        got = f"{loss.dtype} of shape {list(loss.shape)}" + (
+            ", requires_grad=False" if analytic and not loss.requires_grad else ""
+        )
         raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {got}")
     _require_cpu("the loss", loss)
     return loss.detach().reshape(()) if not analytic else loss.reshape(())

@@ -408,7 +408,11 @@ def test_a_malformed_option_with_json_prints_a_command_line_error():
     [
         (["quadratic", "--json", "--stp", "1"], None, "No such option '--stp'. Did you mean '--step'?"),
         (["kink", "--json", "--step"], None, "Option '--step' requires an argument."),
-        (["check", "--format=json"], "PROBLEM", "Missing argument 'PROBLEM'."),
+        (
+            ["check", "--format=json"],
+            "PROBLEM",
+            "Missing argument 'PROBLEM'. Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. gradcheck check examples/line.py:problem",
+        ),
     ],
 )
 def test_a_usage_error_found_while_parsing_is_json_too_when_json_is_asked_for(arguments, option, message):
@@ -778,3 +782,19 @@ def test_a_new_subcommand_needs_only_the_shared_decorator_and_run():
     assert runner.invoke(group, ["cube", "--analytic", "11"]).exit_code == EXIT_CANDIDATE_FAILED
     rejected = runner.invoke(group, ["cube", "--point", "nan"])
     assert (rejected.exit_code, rejected.stderr) == (EXIT_BAD_INPUT, "Error: gradient-check point NaN must be finite\n")
+
+
+def test_sample_takes_samples_as_check_and_nll_spell_it():
+    assert (
+        invoke("sample", "--shape", "3,4", "--samples", "2").stdout
+        == invoke("sample", "--shape", "3,4", "--max-samples", "2").stdout
+    )
+    assert "sampled flat offsets: [0, 11]" in invoke("sample", "--shape", "3,4", "--samples", "2").stdout
+
+
+@pytest.mark.parametrize("subcommand", ["demo", "quadratic", "scan", "identity", "kink", "nll", "sample", "schema"])
+def test_tables_carry_no_trailing_spaces(subcommand):
+    arguments = ["--shape", "2,3"] if subcommand == "sample" else []
+    result = invoke(subcommand, *arguments, "--format", "table")
+    assert result.exit_code == EXIT_OK and result.stdout.count("\n") > 3
+    assert [line for line in result.stdout.splitlines() if line != line.rstrip()] == []

@@ -182,6 +182,15 @@ def nan_objective():
     return GradientProblem(lambda p: float("nan"), {"w": w}, {"w": 2 * w})
 
 
+def vector_objective():
+    w = np.array([0.5, -1.5])
+    return GradientProblem(lambda p: p["w"] * 2, {"w": w}, {"w": 2 * w})
+
+
+def numpy_scalar():
+    return GradientProblem(lambda p: float(p["w"]) ** 2, {"w": np.float64(3.0)}, {"w": np.float64(6.0)})
+
+
 def exits():
     w = np.array([0.5, -1.5])
 
@@ -464,7 +473,17 @@ def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, m
             "nan_parameter",
             "parameter 'w': gradient check at coordinate [1] failed: gradient-check point NaN must be finite",
         ),
-        ("nan_objective", "center function evaluation returned NaN"),  # f(θ), the first call
+        ("nan_objective", "the objective of {path}:nan_objective: center function evaluation returned NaN"),
+        (
+            "vector_objective",
+            "the objective of {path}:vector_objective: center function evaluation must return one real number, "
+            "got ndarray of shape (2,)",
+        ),
+        (
+            "numpy_scalar",
+            "parameter 'w': parameters must be a numpy array, got the numpy scalar np.float64(3.0), which cannot be "
+            "probed in place: np.array(3.0) is a 0-d array that can",
+        ),
         ("raising", "the objective of {path}:raising raised ZeroDivisionError: no probes, please"),
     ],
 )
@@ -515,7 +534,10 @@ def test_an_exception_from_the_objective_during_step_advice_or_taylor_is_the_sam
             [str(EXAMPLES / "mlp.py")],
             f"problem '{EXAMPLES / 'mlp.py'}' must be FILE.py:FUNCTION or package.module:FUNCTION",
         ),
-        ([], "Missing argument 'PROBLEM'."),
+        (
+            [],
+            "Missing argument 'PROBLEM'. Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. gradcheck check examples/line.py:problem",
+        ),
         ([MLP, "--samples", "0"], "Invalid value for '--samples': '0' is neither a positive whole number nor \"all\""),
         (
             [MLP, "--samples", "-3"],
@@ -602,9 +624,24 @@ def test_taylor_json_is_the_results_to_dict():
     assert parse_strictly(result.stdout) == {"taylor": expected.to_dict()}
 
 
-def test_taylor_text_is_the_setting_every_point_the_fit_and_the_verdict():
+def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdict():
     result = taylor_test(load_problem(MLP))
     output = lines(invoke("taylor", MLP))
+    verbose = lines(invoke("taylor", MLP, "--verbose"))
+    in_fit = [line for line in verbose[1:-2] if line.endswith("in_fit=true")]
+    assert len(in_fit) == result.fit_points == 5
+    assert output == [
+        verbose[0],
+        *in_fit,
+        "taylor steps: 5 of 40 shown, those in the fit (--verbose shows every one)",
+        *verbose[-2:],
+    ]
+    assert output[-1].startswith("taylor verdict: pass (second order) pass=true failing_parameters=[]")
+
+
+def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict():
+    result = taylor_test(load_problem(MLP))
+    output = lines(invoke("taylor", MLP, "--verbose"))
     assert len(output) == 1 + len(result.points) + 2
     assert output[0].startswith('taylor: parameters=["W1", "b1", "W2", "b2"] dtypes=["float64", "float64", ')
     assert " direction=splitmix64 seed=0 " in output[0]
@@ -638,7 +675,10 @@ def test_an_inconclusive_taylor_verdict_exits_1(problems):
         ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
         ([MLP, "--seed", "one"], "Invalid value for '--seed': 'one' is not a valid integer."),
         ([MLP, "--plot", "remainder.pdf"], "plot file 'remainder.pdf' must end in .png or .svg"),
-        ([], "Missing argument 'PROBLEM'."),
+        (
+            [],
+            "Missing argument 'PROBLEM'. Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. gradcheck taylor examples/line.py:problem",
+        ),
     ],
 )
 def test_bad_taylor_input_is_one_line_and_exit_2(arguments, message):
@@ -1053,3 +1093,37 @@ def test_a_streamed_output_to_a_closed_reader_or_a_full_disk_is_141_or_74():
             result = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
         assert result.returncode == 74
         assert result.stderr.strip() == "Error: cannot write the results to stdout: No space left on device"
+
+
+# ------------------------------------------------------------------ sample PROBLEM
+
+
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--samples", "3"], ["--samples", "5", "--sampler", "chapter"], ["--param", "W2", "--samples", "2"]],
+)
+def test_sample_shows_the_coordinates_check_probes(options):
+    shown = parse_strictly(invoke("sample", MLP, *options, "--json").stdout)["sample"]
+    checked = parse_strictly(invoke("check", MLP, *options, "--json").stdout)["check"]["parameters"]
+    assert [entry["name"] for entry in shown] == [parameter["name"] for parameter in checked]
+    for entry, parameter in zip(shown, checked):
+        assert entry["coordinates"] == [
+            {"flat_index": check["flat_index"], "coordinate": check["coordinate"]} for check in parameter["checks"]
+        ]
+        assert (entry["selection"], entry["requested_samples"]) == (
+            parameter["selection"],
+            parameter["requested_samples"],
+        )
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ([MLP, "--shape", "2,3"], "--shape and PROBLEM exclude each other: give one"),
+        (["--shape", "2,3", "--sampler", "chapter"], "--sampler needs PROBLEM: the sampler alone takes --shape"),
+        (["--shape", "2,3", "--param", "W1"], "--param needs PROBLEM: the sampler alone takes --shape"),
+        ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
+    ],
+)
+def test_bad_sample_input_is_one_line_and_exit_2(arguments, message):
+    assert_one_line_error(invoke("sample", *arguments), message)

@@ -149,6 +149,12 @@ EXAMPLES = [
         "the objective of model.py:problem raised ZeroDivisionError: division by zero",
     ),
     (
+        cli_errors.ObjectiveReturned(
+            reference="model.py:problem", source=errors.NonFiniteEvaluation(side="center", value=math.nan)
+        ),
+        "the objective of model.py:problem: center function evaluation returned NaN",
+    ),
+    (
         errors.TorchUnavailable(),
         "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
         "gradcheck (or pip install 'gradcheck-cli[torch]')",

@@ -412,6 +412,7 @@ SAMPLE_CASES = [
     bad("sample --shape ''", "Invalid value for '--shape': '' is empty", CLICK),
     bad("sample --shape []", "Invalid value for '--shape': '[]' is empty", CLICK),
     bad("sample --shape ,", "'' in ',' is not a whole number", CLICK),
+    bad("schema nope", "Invalid value for '[NAME]': 'nope' is not one of 'demo'", CLICK),
     bad("sample --shape 1.5", "'1.5' is not a whole number", CLICK),
     bad(
         "sample --shape 10000000000,10000000000",
@@ -430,7 +431,11 @@ SAMPLE_CASES = [
         "requested samples must be a positive whole number, got -1",
         "InvalidSamples",
     ),
-    bad("sample --shape 2,3 --max-samples x", "Invalid value for '--max-samples': 'x' is not a valid integer.", CLICK),
+    bad(
+        "sample --shape 2,3 --max-samples x",
+        "Invalid value for '--max-samples' / '--samples': 'x' is not a valid integer.",
+        CLICK,
+    ),
     bad("sample", "Missing option '--shape'.", CLICK),
 ]
 
@@ -1040,3 +1045,26 @@ def test_a_reader_that_goes_away_gives_status_141_not_a_verdict():
         stderr = process.stderr.read().decode()
         assert process.wait(timeout=60) == 141
     assert stderr == ""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the set-up is make's")
+def test_make_with_an_interpreter_that_does_not_exist_says_so_in_one_line(tmp_path):
+    import shutil
+
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "tools", tmp_path / "tools")
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    missing = tmp_path / "no-such-python3"
+    for goal in ("run", "test"):
+        result = subprocess.run(
+            ["make", "--no-print-directory", goal, f"PYTHON={missing}"],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and f"'{missing}' is not found" in result.stderr
+        assert not (tmp_path / ".venv").exists()

@@ -26,6 +26,7 @@ from gradcheck_cli.errors import (  # noqa: E402
     AtParameter,
     InvalidSamples,
     InvalidTorchCall,
+    NotAProblem,
     NotCallable,
     SharedTensorMemory,
     UnsupportedDevice,
@@ -492,8 +493,13 @@ def test_a_module_with_dropout_in_training_mode_is_reported_impure():
 
 def test_module_problem_refuses_what_it_cannot_check():
     model, loss_fn = mlp()
-    with pytest.raises(InvalidTorchCall, match=r"loss_fn\(module\) must return a floating-point tensor with one"):
+    with pytest.raises(
+        InvalidTorchCall, match=r"loss_fn\(module\) must return a floating-point tensor with one"
+    ) as caught:
         check_module(model, lambda module: module(torch.randn(6, 5, dtype=torch.float64)))
+    assert str(caught.value).endswith("that requires grad, got torch.float64 of shape [6, 3]")  # it does require grad
+    with pytest.raises(InvalidTorchCall, match=r"got torch.float64 of shape \[\], requires_grad=False$"):
+        check_module(model, lambda module: module(torch.randn(6, 5, dtype=torch.float64)).sum().detach())
     with pytest.raises(InvalidTorchCall, match=r"check_module needs a torch.nn.Module, got function"):
         check_module(loss_fn, loss_fn)
     with pytest.raises(NotCallable, match="loss_fn must be callable"):
@@ -634,9 +640,22 @@ def test_only_torch_code_is_adapted():
         assert torch_problem(returned) is returned
 
 
+def test_a_module_returned_with_more_than_its_loss_says_what_a_modules_problem_is():
+    from gradcheck_cli.torch import torch_problem
+
+    model, loss_fn = mlp()
+    with pytest.raises(NotAProblem) as caught:
+        torch_problem((model, loss_fn, "extra"), "torch_problems.py:problem()")
+    assert str(caught.value) == (
+        "expected a GradientProblem or (objective, parameters, gradients) from torch_problems.py:problem(), "
+        "got a 3-tuple (Mlp, function, str): a module's problem is (module, loss_fn)"
+    )
+
+
 # The guide and the README, as written (their command sessions are tests/test_docs.py's).
 
-GUIDES = [ROOT / "README.md", ROOT / "docs" / "torch.md"]
+# The README's torch snippet is a doctest, run by test_docs.py when torch is installed.
+GUIDES = [ROOT / "docs" / "torch.md"]
 
 
 def fenced_blocks(path, language):
@@ -653,7 +672,9 @@ def fenced_blocks(path, language):
 
 
 def torch_examples(path):
-    return [block for block in fenced_blocks(path, "python") if "gradcheck_cli.torch" in "\n".join(block)]
+    """The torch snippets of ``path`` that are not doctests (test_docs.py runs those)."""
+    blocks = [block for block in fenced_blocks(path, "python") if "gradcheck_cli.torch" in "\n".join(block)]
+    return [block for block in blocks if not block[0].startswith(">>> ")]
 
 
 @pytest.mark.parametrize("path", GUIDES, ids=lambda path: path.name)

@@ -59,7 +59,8 @@ from .options import (
 @click.option(
     "--tolerance",
     type=float,
-    help="The relative tolerance on |analytic − numerical| / max(|analytic|, |numerical|). Default: "
+    help="The relative tolerance on |analytic − numerical| / max(|analytic|, |numerical|) (the chapter's "
+    "commands' --tolerance is on the scaled error, divided by max(1, ...)). Default: "
     "ε^(1/3) of the parameter's dtype (6.1e-6 for float64, 4.9e-3 for float32).",
 )
 @PARAM_OPTION

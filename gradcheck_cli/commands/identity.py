@@ -15,7 +15,10 @@ from ..cli import ChapterDefault, Report, output_options, run
     help="The requested step h (the default lands the probes at unequal distances 2⁻⁵³ and 2⁻⁵²).",
 )
 @click.option(
-    "--tolerance", type=float, default=ChapterDefault(chapter.STEP_TOLERANCE), help="The scaled-error tolerance."
+    "--tolerance",
+    type=float,
+    default=ChapterDefault(chapter.STEP_TOLERANCE),
+    help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
 )
 @output_options
 def identity(output_format, point, step, tolerance):

@@ -13,7 +13,8 @@ from ..cli import ChapterDefault, Report, output_options, run
     "--tolerance",
     type=float,
     default=ChapterDefault(chapter.KINK_TOLERANCE),
-    help="The tolerance for the candidate and for the one-sided slopes.",
+    help="The tolerance of the candidate's scaled error |a − n| / max(1, |a|, |n|) and of the one-sided "
+    "slopes' scaled gap (check's --tolerance is relative).",
 )
 @output_options
 def kink(output_format, point, step, tolerance):

@@ -12,7 +12,12 @@ from .options import EXISTING_FILE, INT_LIST, load_array
     "--samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="How many coordinates to check."
 )
 @click.option("--step", type=float, default=ChapterDefault(chapter.TENSOR_STEP), help="The requested step h.")
-@click.option("--tolerance", type=float, default=ChapterDefault(chapter.TENSOR_TOLERANCE), help="The tolerance.")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=ChapterDefault(chapter.TENSOR_TOLERANCE),
+    help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
+)
 @click.option(
     "--logits",
     type=EXISTING_FILE,

@@ -14,9 +14,13 @@ import sys
 
 import click
 
-from ..cli_errors import InputFileError, ObjectiveRaised
+from ..cli_errors import InputFileError, ObjectiveRaised, ObjectiveReturned
 from ..errors import (
+    AtCoordinate,
+    AtParameter,
     GradCheckError,
+    NonFiniteEvaluation,
+    NonScalarEvaluation,
     PlottingUnavailable,
     ProblemFunctionRaised,
     ProblemImportFailed,
@@ -233,7 +237,16 @@ def user_problem(reference: str, traceback: bool = False):
             if users:
                 location = user_location(error) if in_worker is None else in_worker[0]
                 raise ObjectiveRaised(reference=reference, error=exception_line(error) + location) from error
+            if _returned_unusable(error):
+                raise ObjectiveReturned(reference=reference, source=error) from error
             raise
+
+
+def _returned_unusable(error) -> bool:
+    """Whether ``error`` (through the parameter and coordinate that wrap it) says what the objective returned."""
+    while isinstance(error, (AtParameter, AtCoordinate)):
+        error = error.source
+    return isinstance(error, (NonFiniteEvaluation, NonScalarEvaluation))
 
 
 @contextlib.contextmanager
@@ -318,7 +331,19 @@ PARAM_OPTION = click.option(
 
 def problem_argument(command):
     """The PROBLEM argument of ``check`` and ``taylor``; :data:`PROBLEM_HELP` explains it in their help."""
-    return click.argument("problem", metavar="PROBLEM")(command)
+    return click.argument("problem", metavar="PROBLEM", required=False, callback=_problem_given)(command)
+
+
+def _problem_given(ctx, param, value):
+    # Required, but click's own message would not say what PROBLEM looks like.
+    if value is None:
+        raise click.MissingParameter(
+            "Name it FILE.py:FUNCTION or package.module:FUNCTION, e.g. "
+            f"gradcheck {ctx.info_name} examples/line.py:problem",
+            ctx=ctx,
+            param=param,
+        )
+    return value
 
 
 def plot_target(path):

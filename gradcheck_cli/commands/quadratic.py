@@ -23,7 +23,12 @@ def quadratic_report(point, step, tolerance, analytic=()) -> Report:
 @click.command()
 @click.option("--point", type=float, default=ChapterDefault(chapter.QUADRATIC_POINT), help="The point θ.")
 @click.option("--step", type=float, default=ChapterDefault(chapter.QUADRATIC_STEP), help="The requested step h.")
-@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=_STEP_TOLERANCE,
+    help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
+)
 @click.option(
     "--analytic",
     type=float,

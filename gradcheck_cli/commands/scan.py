@@ -34,7 +34,12 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
     metavar="H,H,...",
     help="Requested steps, comma-separated.",
 )
-@click.option("--tolerance", type=float, default=_STEP_TOLERANCE, help="The scaled-error tolerance.")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=_STEP_TOLERANCE,
+    help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
+)
 @click.option(
     "--advise",
     is_flag=True,

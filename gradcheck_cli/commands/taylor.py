@@ -40,9 +40,15 @@ from .options import (
     metavar="FILE",
     help="Also draw |R| against h, with reference slopes 1 and 2, into FILE.png or FILE.svg (needs matplotlib).",
 )
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Text: every step tried. Default: the steps in the fit (or the first usable ones), then the fit, "
+    "the localization and the verdict.",
+)
 @TRACEBACK_OPTION
 @output_options
-def taylor(output_format, problem, names, seed, plot, show_traceback):
+def taylor(output_format, problem, names, seed, plot, verbose, show_traceback):
     def compute():
         plot_path = plot_target(plot)
         from ..taylor import taylor_test
@@ -53,6 +59,6 @@ def taylor(output_format, problem, names, seed, plot, show_traceback):
             from ..plotting import plot_taylor
 
             draw_plot(plot_taylor, plot_path, result)
-        return Report((render.taylor(result),), (result.passed,))
+        return Report((render.taylor(result, verbose),), (result.passed,))
 
     run(output_format, compute)
