@@ -62,6 +62,7 @@ from .judge import (
     Resolution,
     judge_confirmed,
     judge_primary,
+    sensitivity_floor,
     stencil_gain,
     step_estimate,
     value_epsilon,
@@ -633,7 +634,7 @@ def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> fl
     return kink_tolerance_for_step(step, point, planned.dtype)
 
 
-def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float, scale: float) -> tuple:
+def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> tuple:
     """The StepEstimate of one difference, and its chapter-style slope comparison.
 
     ε is the precision f's values carry (float32's for an objective computed in float32).
@@ -681,22 +682,30 @@ def _judge_coordinate(
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
-        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter, resolution.gradient)
+        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
     estimates = (primary,)
-    judgement = judge_primary(primary, planned.tolerance, resolution)
+    values = (difference.minus_value, difference.center_value, difference.plus_value)
+    floor = sensitivity_floor(
+        difference.requested_step, difference.point, value_epsilon(values, planned.dtype.epsilon), planned.tolerance
+    )
+    judgement = judge_primary(primary, planned.tolerance, resolution, floor=floor)
     if judgement is None:
         if probing is None:
             raise AssertionError(f"the columns passed {index} but judge_primary does not")
-        more = _confirmation_differences(planned, index, difference, probing)
+        differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
         estimates = with_step_sensitivity(
-            [
-                primary,
-                *(_coordinate_estimate(planned, other, analytic, jitter, resolution.gradient)[0] for other in more),
-            ]
+            [primary, *(_coordinate_estimate(planned, other, analytic, jitter)[0] for other in differences[1:])]
         )
-        judgement = judge_confirmed(estimates, planned.tolerance, resolution)
+        judgement = judge_confirmed(
+            estimates,
+            planned.tolerance,
+            resolution,
+            floor=floor,
+            collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
+            precision=planned.dtype.name,
+        )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
         flat_index=int(planned.columns.offsets[k]),
@@ -730,7 +739,12 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
 
     probes = [item.direction] if item.direction is not None else []
-    judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier") if probes else None
+    floor, judgement = planned.tolerance, None
+    if probes:
+        values = (probes[0].minus_value, center, probes[0].plus_value)
+        step = planned.dtype.step_factor if planned.step is None else planned.step
+        floor = sensitivity_floor(step, 0.0, value_epsilon(values, planned.dtype.epsilon), planned.tolerance)
+        judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
@@ -743,7 +757,15 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         )
     elif judgement is None:
         estimates = with_step_sensitivity(estimates)
-        judgement = judge_confirmed(estimates, planned.tolerance, resolution, "multiplier")
+        judgement = judge_confirmed(
+            estimates,
+            planned.tolerance,
+            resolution,
+            "multiplier",
+            floor=floor,
+            collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
+            precision=planned.dtype.name,
+        )
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
@@ -755,10 +777,9 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
 
 
 def _largest_gradient(item: _Probed) -> float:
-    """The largest |analytic| or |numerical| at the checked coordinates (an unchecked entry, maybe
-    wrong, never sets the tolerance of the others)."""
-    analytic, derivative = item.planned.columns.analytic, item.slopes.derivative
-    return max(0.0, float(np.max(np.abs(analytic))), float(np.max(np.abs(derivative))))
+    """The largest |numerical| at the checked coordinates: neither an unchecked entry nor the
+    analytic side under test (a bug that scales it up) sets the tolerance of the others."""
+    return max(0.0, float(np.max(np.abs(item.slopes.derivative))))
 
 
 def _kink_tolerances(planned: _PlannedParameter):

@@ -20,7 +20,7 @@ import numpy as np
 from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
 from .errors import ArrayMadeReadOnly, GradCheckError
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
-from .judge import ROUNDING_FACTOR
+from .judge import FAIL_MARGIN, FLOOR_FACTOR, ROUNDING_FACTOR
 from .tensors import at_coordinate
 
 __all__ = [
@@ -323,7 +323,7 @@ def primary_columns(
     """The estimate at h of every coordinate and its verdict there (every slope finite).
 
     ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
-    ``resolution`` the parameter's largest |analytic| or |numerical|.
+    ``resolution`` the parameter's largest |numerical| value.
     """
     with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
         left, right, derivative = slopes.left, slopes.right, slopes.derivative
@@ -339,10 +339,21 @@ def primary_columns(
         scale = np.maximum(np.abs(analytic), np.abs(derivative))
         gap = np.abs(analytic - derivative)
         relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
-        agrees = consistent & (relative <= tolerance)
+        floor = sensitivity_floors(columns, epsilons, tolerance)
+        agrees = consistent & (relative <= floor)
         zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
-        within = consistent & ((zero & (bar <= tolerance * resolution)) | (gap + bar <= tolerance * resolution))
+        unresolved = (FAIL_MARGIN * bar > tolerance * scale) & (gap <= FAIL_MARGIN * bar)
+        small = unresolved & (gap + bar <= tolerance * resolution)
+        within = consistent & ((zero & (bar <= tolerance * resolution)) | small)
     return PrimaryColumns(relative, bar, agrees | within)
+
+
+def sensitivity_floors(columns: ProbeColumns, epsilons, tolerance: float) -> np.ndarray:
+    """:func:`gradcheck_cli.judge.sensitivity_floor` of each coordinate at its first step, as a column."""
+    with np.errstate(all="ignore"):
+        relative = columns.step / np.maximum(1.0, np.abs(columns.theta))
+        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), np.sqrt(epsilons))
+        return np.minimum(tolerance, floor)
 
 
 def _value_epsilons(minus_values: np.ndarray, center: float, plus_values: np.ndarray, epsilon: float):
