@@ -21,7 +21,7 @@ import numpy as np
 from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
-from .diagnosis import Diagnosis, diagnose_parameter, diagnose_report
+from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
@@ -55,6 +55,7 @@ from .formatting import rust_list
 from .judge import (
     CONFIRMATION_FACTORS,
     FAILED,
+    FAIL_MARGIN,
     INCONCLUSIVE,
     KINK,
     PASSED,
@@ -838,8 +839,24 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         checks=checks,
         directional=directional,
         diagnosis=diagnose_parameter(
-            checks.failed(), checks.passing_index_columns(), directional, np.asarray(planned.gradient, dtype=np.float64)
+            checks.failed(),
+            checks.passing_index_columns(),
+            directional,
+            np.asarray(planned.gradient, dtype=np.float64),
+            _directional_gap(item, directional, planned.tolerance),
         ),
+    )
+
+
+def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: float) -> DirectionalGap | None:
+    """A failed directional test's gap, for the diagnosis to explain (None unless it failed)."""
+    if directional.verdict != FAILED or item.displacement is None:
+        return None
+    estimate = directional.estimates[directional.decided_at]
+    return DirectionalGap(
+        shifts=item.displacement.reshape(-1),
+        gap=estimate.analytic - estimate.numerical,
+        limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
     )
 
 
