@@ -21,7 +21,7 @@ import numpy as np
 from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
-from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report
+from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
@@ -825,6 +825,15 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
     verdicts = checks.verdicts() | {directional.verdict}
     verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
+    diagnosis = diagnose_parameter(
+        checks.failed(),
+        checks.passing_index_columns(),
+        directional,
+        np.asarray(planned.gradient, dtype=np.float64),
+        _directional_gap(item, directional, planned.tolerance),
+    )
+    if diagnosis is None and verdict != PASSED and _unchanged(item, center, directional):
+        diagnosis = unchanged_diagnosis(planned.name, planned.dtype.name)
     return ParameterCheck(
         name=planned.name,
         dtype=planned.dtype.name,
@@ -838,14 +847,14 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnose_parameter(
-            checks.failed(),
-            checks.passing_index_columns(),
-            directional,
-            np.asarray(planned.gradient, dtype=np.float64),
-            _directional_gap(item, directional, planned.tolerance),
-        ),
+        diagnosis=diagnosis,
     )
+
+
+def _unchanged(item: _Probed, center: float, directional: DirectionalCheck) -> bool:
+    """f bit-identical to f(θ) at both probes of every coordinate's first step and of the direction."""
+    moved = np.any(item.minus_values != center) or np.any(item.plus_values != center)
+    return not moved and directional.minus_value == center == directional.plus_value
 
 
 def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: float) -> DirectionalGap | None:

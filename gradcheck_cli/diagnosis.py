@@ -16,10 +16,10 @@ import numpy as np
 from .formatting import rust_list
 from .records import Record
 
-__all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report"]
+__all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
 
 #: Every ``Diagnosis.kind``.
-KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained")
+KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained", "unchanged")
 #: Ratios of analytic to numerical agree when within this relative spread of their median.
 RATIO_SPREAD = 1e-2
 
@@ -277,4 +277,15 @@ def diagnose_report(diagnoses: Sequence[Diagnosis | None]) -> Diagnosis | None:
         where="every parameter",
         message=f"every parameter is off by the same factor {factor:g}: the loss itself is scaled in the "
         "backward pass (or its sign flipped), not one layer",
+    )
+
+
+def unchanged_diagnosis(name: str, precision: str) -> Diagnosis:
+    """f bit-identical at every probe of a parameter that did not pass."""
+    return Diagnosis(
+        kind="unchanged",
+        factor=None,
+        where=None,
+        message=f"f did not change at any probe of {name}: the objective does not read this array (a stale "
+        f"copy?) or computes in lower precision than {precision}",
     )

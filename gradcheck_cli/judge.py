@@ -5,7 +5,6 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,8 +34,9 @@ ROUNDING_FACTOR = 4.0
 FAIL_MARGIN = 2.0
 #: A coordinate that does not pass at its step h is probed again at h·factor for each factor.
 CONFIRMATION_FACTORS = (0.1, 10.0)
-#: The sensitivity floor is FLOOR_FACTOR times the estimate's expected relative error r² + ε/r.
-FLOOR_FACTOR = 8.0
+#: The sensitivity floor: FLOOR_FACTOR times the estimate's expected relative error r² + ε/r, and
+#: never finer than the tolerance / FLOOR_FACTOR.
+FLOOR_FACTOR = 16.0
 
 PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
 
@@ -122,12 +122,11 @@ def stencil_gain(minus_spacing: float, plus_spacing: float, left_weight: float, 
 
 
 def sensitivity_floor(step: float, point: float, epsilon: float, tolerance: float) -> float:
-    """The smallest relative gap an estimate at requested ``step`` can support as evidence, at most
-    ``tolerance``: FLOOR_FACTOR·(r² + ε/r), r = step / max(1, |θ|) (truncation and rounding for unit
-    derivatives), and at least √ε (half the digits: below it, the analytic side's own rounding is
-    no bug's signature); docs/method.md, "Verdicts"."""
+    """The smallest relative gap an estimate at requested ``step`` can support as evidence:
+    FLOOR_FACTOR·(r² + ε/r), r = step / max(1, |θ|) (truncation and rounding for unit derivatives),
+    between tolerance / FLOOR_FACTOR and the tolerance (docs/method.md, "Verdicts")."""
     relative = step / max(1.0, abs(point))
-    return min(tolerance, max(FLOOR_FACTOR * (relative * relative + epsilon / relative), math.sqrt(epsilon)))
+    return min(tolerance, max(FLOOR_FACTOR * (relative * relative + epsilon / relative), tolerance / FLOOR_FACTOR))
 
 
 def relative_error(analytic: float, numerical: float, scale: float) -> float:
@@ -248,9 +247,10 @@ def judge_primary(
 def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
     """Each estimate with its bar widened by the error its neighbours' distances attribute to it.
 
-    Rounding grows like 1/h and truncation like h²: the distance to the nearest estimate at a
-    smaller step (ratio ρ < 1) is mostly that one's rounding, ρ times this one's; the distance to
-    the nearest at a larger step (ρ > 1) mostly that one's truncation, ρ² − 1 times this one's.
+    Rounding grows like 1/h and truncation like h². The whole distance to the nearest estimate at
+    a smaller step bounds this one's truncation (and its noise, the smaller step's being larger);
+    the distance to the nearest at a larger step is mostly that one's truncation, ρ² − 1 times
+    this one's (ρ the step ratio; this one's rounding is in its bar already).
     """
     widened = []
     for estimate in estimates:
@@ -259,7 +259,7 @@ def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
         sensitivity = 0.0
         if smaller:
             other = max(smaller, key=lambda other: other.step)
-            sensitivity += abs(estimate.numerical - other.numerical) * (other.step / estimate.step)
+            sensitivity += abs(estimate.numerical - other.numerical)
         if larger:
             other = min(larger, key=lambda other: other.step)
             ratio = other.step / estimate.step
@@ -360,22 +360,43 @@ def judge_confirmed(
         return Judgement(
             verdict=FAILED, decided_at=best, reason=_disagreement(estimates, usable, best, tolerance, floor, unit)
         )
+    note = _precision_note(estimates, usable, precision)
     if approaching and any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=INCONCLUSIVE,
             decided_at=best,
             reason=f"the estimate approaches the analytic value as the {unit} shrinks (curvature too large "
-            "for these steps): try a smaller step (--step)",
+            f"for these steps): try a smaller step (--step){note}",
         )
     if not any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=KINK,
             decided_at=best,
             reason=f"the one-sided slopes disagree at every {unit} tried (a corner, or curvature too large "
-            "for these steps): not evidence either way",
+            f"for these steps): not evidence either way{note}",
         )
-    return Judgement(
-        verdict=INCONCLUSIVE, decided_at=best, reason=_undecided(estimates, best, tolerance, floor, resolution, unit)
+    reason = _undecided(estimates, best, tolerance, floor, resolution, unit)
+    return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
+
+
+#: f's observed noise beyond NOISE_LIMIT·ε·|f| is not the rounding of the parameters' dtype.
+NOISE_LIMIT = 256.0
+
+
+def _precision_note(estimates: Sequence[StepEstimate], usable: list, precision: str) -> str:
+    """A note when f's values carry far more noise than ε·|f|: the distance from the estimate at
+    the smallest step to the next one, in units of that estimate's ε·|f|·gain (its rounding bar
+    over ROUNDING_FACTOR), beyond NOISE_LIMIT: the objective computes in lower precision inside."""
+    ordered = sorted(usable, key=lambda index: estimates[index].step)
+    if len(ordered) < 2 or estimates[ordered[0]].error_bar.rounding == 0.0:
+        return ""
+    smallest, next_one = estimates[ordered[0]], estimates[ordered[1]]
+    units = abs(smallest.numerical - next_one.numerical) / (smallest.error_bar.rounding / ROUNDING_FACTOR)
+    if units <= NOISE_LIMIT:
+        return ""
+    return (
+        f"; f's values vary by about {units:.0f}·ε·|f| between steps, far above the rounding of {precision}: "
+        "the objective computes in lower precision inside (float32?), or is noisy"
     )
 
 
@@ -440,11 +461,16 @@ def _undecided(
             f"the disagreement at {unit} {_number(chosen.step)} is not confirmed at another {unit}: "
             "try another step (--step)"
         )
-    if gap > FAIL_MARGIN * bar.total:
+    if gap > FAIL_MARGIN * bar.total and chosen.slopes_consistent:
         return (
             f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar but "
             f"within the sensitivity floor {_number(floor)} of the gradient, what estimates at this {unit} support: "
             "try another step (--step)"
+        )
+    if gap > FAIL_MARGIN * bar.total:  # and the slopes disagree there
+        return (
+            f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar, but "
+            f"the one-sided slopes disagree there and the other {unit}s do not confirm it: try another step (--step)"
         )
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]

@@ -352,7 +352,7 @@ def sensitivity_floors(columns: ProbeColumns, epsilons, tolerance: float) -> np.
     """:func:`gradcheck_cli.judge.sensitivity_floor` of each coordinate at its first step, as a column."""
     with np.errstate(all="ignore"):
         relative = columns.step / np.maximum(1.0, np.abs(columns.theta))
-        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), np.sqrt(epsilons))
+        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
         return np.minimum(tolerance, floor)
 
 

@@ -353,7 +353,7 @@ def _float32_least_squares():
 
 def test_a_float32_relative_error_of_1e_3_fails_where_the_bar_resolves_it():
     # At the default float32 step the tolerance ε^(1/3) is 4.92e-3, but the sensitivity floor is
-    # 8·(r² + ε/r) = 3.88e-4 (r = ε^(1/3)), and at 10h the bar is ~3e-6 relative: 1e-3 is beyond both.
+    # 16·(r² + ε/r) = 7.75e-4 (r = ε^(1/3)), and at 10h the bar is ~3e-6 relative: 1e-3 is beyond both.
     objective, parameters, gradient = _float32_least_squares()
     assert check_gradients(objective, parameters, {"w": gradient}).verdict == PASSED
     report = check_gradients(objective, parameters, {"w": gradient * (1 + 1e-3)})
@@ -382,6 +382,8 @@ def test_an_objective_reading_a_stale_copy_is_inconclusive_and_says_so():
     assert report.verdict == INCONCLUSIVE and report.failed == 0
     assert "f did not change" in report.parameters[0].checks[0].reason
     assert "read the array it was given" in report.parameters[0].directional.reason
+    assert report.parameters[0].diagnosis.kind == "unchanged"
+    assert report.parameters[0].diagnosis.message.startswith("f did not change at any probe of s")
 
 
 @pytest.mark.parametrize("step", [None, "auto"])
@@ -393,3 +395,21 @@ def test_a_float32_objective_of_float64_parameters_never_fails_a_correct_gradien
 
     report = check_gradients(objective, {"t": theta}, {"t": 2 * theta}, step=step)
     assert report.verdict in (PASSED, INCONCLUSIVE) and report.failed == 0
+
+
+def test_noise_far_above_the_rounding_of_float64_is_named_as_lower_precision():
+    # f computes its cube in float32 and adds a float64 term, so its values are not float32 numbers
+    # (the bar stays float64's) while their noise is float32's: about 1e-7·|f|, 10⁹·ε.
+    theta = np.array([0.7, -1.3, 0.4])
+
+    def objective(parameters):
+        t = parameters["t"]
+        return float(np.sum(t.astype(np.float32) ** 3, dtype=np.float32)) + 1e-3 * float(np.sum(t))
+
+    report = check_gradients(objective, {"t": theta}, {"t": 3 * theta**2 + 1e-3})
+    assert report.failed == 0 and report.verdict == INCONCLUSIVE
+    parameter = report.parameters[0]
+    reasons = [record.reason for record in parameter.checks.unpassed()] + [parameter.directional.reason]
+    # Named wherever the smallest step's estimate moves by more than 256·ε·|f| (at one coordinate
+    # float32's quantization happens to give h/10 and h the same estimate).
+    assert sum("far above the rounding of float64" in reason for reason in reasons) >= 3
