@@ -61,6 +61,8 @@ from .judge import (
     PASSED,
     Judgement,
     Resolution,
+    StepEstimate,
+    agreement,
     judge_confirmed,
     judge_primary,
     sensitivity_floor,
@@ -80,6 +82,7 @@ from .sampling import (
 )
 from .selection import SAMPLERS, select_offsets
 from .sweep import (
+    PrimaryColumns,
     ProbeColumns,
     SlopeColumns,
     difference_at,
@@ -209,7 +212,7 @@ class CoordinateChecks(Sequence):
         judged = self._judged.get(k)
         if judged is not None:
             return judged
-        return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution)
+        return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution, self._primary)
 
     def __eq__(self, other) -> bool:
         """Equal to another sequence of the same records (a tuple of them too)."""
@@ -635,27 +638,24 @@ def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> fl
     return kink_tolerance_for_step(step, point, planned.dtype)
 
 
-def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> tuple:
-    """The StepEstimate of one difference, and its chapter-style slope comparison.
+def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> StepEstimate:
+    """The StepEstimate of a confirmation step's difference (the first step's is read from the columns).
 
     ε is the precision f's values carry (float32's for an objective computed in float32).
     """
     d = difference
-    kink_tolerance = _kink_tolerance(planned, d.requested_step, d.point)
-    slopes = compare_one_sided_slopes(d, kink_tolerance)
+    slopes = compare_one_sided_slopes(d, _kink_tolerance(planned, d.requested_step, d.point))
     values = (d.minus_value, d.center_value, d.plus_value)
-    epsilon = value_epsilon(values, planned.dtype.epsilon)
-    estimate = step_estimate(
+    return step_estimate(
         d.requested_step,
         analytic,
         d.derivative,
         largest_value=max(abs(value) for value in values),
-        epsilon=epsilon,
+        epsilon=value_epsilon(values, planned.dtype.epsilon),
         jitter=jitter,
         gain=stencil_gain(d.minus_spacing, d.plus_spacing, d.left_weight, d.right_weight),
         slopes_consistent=slopes.consistent,
     )
-    return estimate, slopes
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
@@ -673,31 +673,29 @@ def _confirmation_differences(planned, index: tuple, difference: CentralDifferen
 
 
 def _judge_coordinate(
-    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution
+    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution, primary: PrimaryColumns
 ) -> CoordinateCheck:
-    """Coordinate k's record: its estimate at h, confirmed at the other steps by calling ``probing``
-    when it does not pass there (None when it is known to pass at h: no call is made)."""
+    """Coordinate k's record, read from the ``primary`` columns at h; confirmed at the other steps
+    by calling ``probing`` when it does not pass there (None when it passes at h: no call is made)."""
     planned = item.planned
     index = planned.columns.coordinate(k)
     difference = _difference(planned, k, item.minus_values, center, item.plus_values)
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
-        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter)
+        slopes = compare_one_sided_slopes(
+            difference, _kink_tolerance(planned, difference.requested_step, difference.point)
+        )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
-    estimates = (primary,)
-    values = (difference.minus_value, difference.center_value, difference.plus_value)
-    floor = sensitivity_floor(
-        difference.requested_step, difference.point, value_epsilon(values, planned.dtype.epsilon), planned.tolerance
-    )
-    judgement = judge_primary(primary, planned.tolerance, resolution, floor=floor)
-    if judgement is None:
-        if probing is None:
-            raise AssertionError(f"the columns passed {index} but judge_primary does not")
+    estimates = (primary.estimate(planned.columns, item.slopes, k),)
+    floor = float(primary.floor[k])
+    if primary.passed[k]:
+        judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
+    else:
         differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
         estimates = with_step_sensitivity(
-            [primary, *(_coordinate_estimate(planned, other, analytic, jitter)[0] for other in differences[1:])]
+            [estimates[0], *(_coordinate_estimate(planned, other, analytic, jitter) for other in differences[1:])]
         )
         judgement = judge_confirmed(
             estimates,
@@ -811,7 +809,7 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
     )
     center = counted.centers[0]
     judged = {
-        k: _judge_coordinate(item, k, center, counted, jitter, resolution)
+        k: _judge_coordinate(item, k, center, counted, jitter, resolution, primary)
         for k in np.flatnonzero(~primary.passed).tolist()
     }
     # The records are built from what they show, not from the arrays: the report keeps no copy of θ.

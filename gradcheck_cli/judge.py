@@ -24,6 +24,7 @@ __all__ = [
     "relative_error",
     "step_estimate",
     "judge_primary",
+    "agreement",
     "with_step_sensitivity",
     "judge_confirmed",
 ]
@@ -409,6 +410,11 @@ def _collapse(estimate: StepEstimate, unit: str, precision: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.2e}"
+
+
+def agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str = "step") -> str:
+    """Why ``estimate`` passes, in one sentence."""
+    return _agreement(estimate, tolerance, floor, unit)
 
 
 def _agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str) -> str:
