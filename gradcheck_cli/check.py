@@ -704,6 +704,7 @@ def _judge_coordinate(
             floor=floor,
             collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
             precision=planned.dtype.name,
+            values_precision=_values_precision(planned, difference),
         )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
@@ -714,6 +715,16 @@ def _judge_coordinate(
         kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
+    """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
+    epsilon = value_epsilon(
+        (difference.minus_value, difference.center_value, difference.plus_value), planned.dtype.epsilon
+    )
+    if epsilon == planned.dtype.epsilon:
+        return None
+    return "bfloat16" if epsilon == 2.0**-7 else "float32"
 
 
 def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:

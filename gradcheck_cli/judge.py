@@ -316,12 +316,14 @@ def judge_confirmed(
     floor: float = None,
     collapsed: Sequence[bool] = (),
     precision: str = "the parameter's dtype",
+    values_precision: str | None = None,
 ) -> Judgement:
     """The verdict from estimates at several steps (the first is the original step).
 
     ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`);
     ``collapsed[i]`` is True where f at both probes of estimate i equals f(θ) bit for bit (such
-    an estimate is no evidence). The best estimate is the usable one with the smallest bar. It
+    an estimate is no evidence); ``values_precision`` names the dtype f's values are all numbers
+    of, when it is less precise than ``precision`` (an objective computed in float32). The best estimate is the usable one with the smallest bar. It
     passes when an estimate agrees within the best one's threshold (or the resolution clauses
     of :func:`judge_primary`) and another step backs it; it fails when the best estimate's gap
     exceeds the floor and FAIL_MARGIN bars, its bar counting how far it moves to another step.
@@ -362,6 +364,11 @@ def judge_confirmed(
             verdict=FAILED, decided_at=best, reason=_disagreement(estimates, usable, best, tolerance, floor, unit)
         )
     note = _precision_note(estimates, usable, precision)
+    if values_precision is not None:
+        note += (
+            f"; f's values are all {values_precision} numbers: the objective computes in lower precision than "
+            f"{precision}, and its rounding sets the bar"
+        )
     if approaching and any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=INCONCLUSIVE,

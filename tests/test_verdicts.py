@@ -395,6 +395,8 @@ def test_a_float32_objective_of_float64_parameters_never_fails_a_correct_gradien
 
     report = check_gradients(objective, {"t": theta}, {"t": 2 * theta}, step=step)
     assert report.verdict in (PASSED, INCONCLUSIVE) and report.failed == 0
+    for record in report.parameters[0].checks.unpassed():
+        assert "f's values are all float32 numbers" in record.reason
 
 
 def test_noise_far_above_the_rounding_of_float64_is_named_as_lower_precision():
