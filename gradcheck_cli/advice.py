@@ -287,8 +287,10 @@ def _estimated_errors(differences: list, epsilon: float) -> tuple:
     truncation = [_truncation_estimate(differences, index) for index in range(len(differences))]
     floors = [_rounding_floor(difference, epsilon) for difference in differences]
     errors = [max(estimate, floor) for estimate, floor in zip(truncation, floors)]
-    # Smallest estimated error; on a tie the earlier (larger) step wins.
-    advised = min(range(len(differences)), key=lambda index: (errors[index], index))
+    # Smallest estimated error; on a tie the earlier (larger) step wins. Never a step whose probes
+    # leave f bit-identical (it estimates 0 whatever the derivative), unless every step does.
+    moved = [index for index, d in enumerate(differences) if not d.minus_value == d.center_value == d.plus_value]
+    advised = min(moved or range(len(differences)), key=lambda index: (errors[index], index))
     estimates = []
     for index, difference in enumerate(differences):
         regime = "truncation" if index < advised else ("advised" if index == advised else "rounding")

@@ -21,7 +21,7 @@ import numpy as np
 from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
-from .diagnosis import Diagnosis, diagnose_parameter, diagnose_report
+from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
@@ -55,13 +55,17 @@ from .formatting import rust_list
 from .judge import (
     CONFIRMATION_FACTORS,
     FAILED,
+    FAIL_MARGIN,
     INCONCLUSIVE,
     KINK,
     PASSED,
     Judgement,
     Resolution,
+    StepEstimate,
+    agreement,
     judge_confirmed,
     judge_primary,
+    sensitivity_floor,
     stencil_gain,
     step_estimate,
     value_epsilon,
@@ -80,6 +84,7 @@ from .sampling import (
 )
 from .selection import SAMPLERS, select_offsets
 from .sweep import (
+    PrimaryColumns,
     ProbeColumns,
     SlopeColumns,
     difference_at,
@@ -210,7 +215,7 @@ class CoordinateChecks(Sequence):
         judged = self._judged.get(k)
         if judged is not None:
             return judged
-        return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution)
+        return _judge_coordinate(self._item, k, self._center, None, self._jitter, self._resolution, self._primary)
 
     def __eq__(self, other) -> bool:
         """Equal to another sequence of the same records (a tuple of them too)."""
@@ -636,27 +641,24 @@ def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> fl
     return kink_tolerance_for_step(step, point, planned.dtype)
 
 
-def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float, scale: float) -> tuple:
-    """The StepEstimate of one difference, and its chapter-style slope comparison.
+def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> StepEstimate:
+    """The StepEstimate of a confirmation step's difference (the first step's is read from the columns).
 
     ε is the precision f's values carry (float32's for an objective computed in float32).
     """
     d = difference
-    kink_tolerance = _kink_tolerance(planned, d.requested_step, d.point)
-    slopes = compare_one_sided_slopes(d, kink_tolerance)
+    slopes = compare_one_sided_slopes(d, _kink_tolerance(planned, d.requested_step, d.point))
     values = (d.minus_value, d.center_value, d.plus_value)
-    epsilon = value_epsilon(values, planned.dtype.epsilon)
-    estimate = step_estimate(
+    return step_estimate(
         d.requested_step,
         analytic,
         d.derivative,
         largest_value=max(abs(value) for value in values),
-        epsilon=epsilon,
+        epsilon=value_epsilon(values, planned.dtype.epsilon),
         jitter=jitter,
         gain=stencil_gain(d.minus_spacing, d.plus_spacing, d.left_weight, d.right_weight),
         slopes_consistent=slopes.consistent,
     )
-    return estimate, slopes
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
@@ -674,32 +676,39 @@ def _confirmation_differences(planned, index: tuple, difference: CentralDifferen
 
 
 def _judge_coordinate(
-    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution
+    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution, primary: PrimaryColumns
 ) -> CoordinateCheck:
-    """Coordinate k's record: its estimate at h, confirmed at the other steps by calling ``probing``
-    when it does not pass there (None when it is known to pass at h: no call is made)."""
+    """Coordinate k's record, read from the ``primary`` columns at h; confirmed at the other steps
+    by calling ``probing`` when it does not pass there (None when it passes at h: no call is made)."""
     planned = item.planned
     index = planned.columns.coordinate(k)
     difference = _difference(planned, k, item.minus_values, center, item.plus_values)
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
-        primary, slopes = _coordinate_estimate(planned, difference, analytic, jitter, resolution.gradient)
+        slopes = compare_one_sided_slopes(
+            difference, _kink_tolerance(planned, difference.requested_step, difference.point)
+        )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
-    estimates = (primary,)
-    judgement = judge_primary(primary, planned.tolerance, resolution)
-    if judgement is None:
-        if probing is None:
-            raise AssertionError(f"the columns passed {index} but judge_primary does not")
-        more = _confirmation_differences(planned, index, difference, probing)
+    estimates = (primary.estimate(planned.columns, item.slopes, k),)
+    floor = float(primary.floor[k])
+    if primary.passed[k]:
+        judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
+    else:
+        differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
         estimates = with_step_sensitivity(
-            [
-                primary,
-                *(_coordinate_estimate(planned, other, analytic, jitter, resolution.gradient)[0] for other in more),
-            ]
+            [estimates[0], *(_coordinate_estimate(planned, other, analytic, jitter) for other in differences[1:])]
         )
-        judgement = judge_confirmed(estimates, planned.tolerance, resolution)
+        judgement = judge_confirmed(
+            estimates,
+            planned.tolerance,
+            resolution,
+            floor=floor,
+            collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
+            precision=planned.dtype.name,
+            values_precision=_values_precision(planned, difference),
+        )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
         flat_index=int(planned.columns.offsets[k]),
@@ -709,6 +718,16 @@ def _judge_coordinate(
         kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
+    """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
+    epsilon = value_epsilon(
+        (difference.minus_value, difference.center_value, difference.plus_value), planned.dtype.epsilon
+    )
+    if epsilon == planned.dtype.epsilon:
+        return None
+    return "bfloat16" if epsilon == 2.0**-7 else "float32"
 
 
 def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
@@ -733,7 +752,12 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
 
     probes = [item.direction] if item.direction is not None else []
-    judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier") if probes else None
+    floor, judgement = planned.tolerance, None
+    if probes:
+        values = (probes[0].minus_value, center, probes[0].plus_value)
+        step = planned.dtype.step_factor if planned.step is None else planned.step
+        floor = sensitivity_floor(step, 0.0, value_epsilon(values, planned.dtype.epsilon), planned.tolerance)
+        judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
@@ -746,7 +770,15 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         )
     elif judgement is None:
         estimates = with_step_sensitivity(estimates)
-        judgement = judge_confirmed(estimates, planned.tolerance, resolution, "multiplier")
+        judgement = judge_confirmed(
+            estimates,
+            planned.tolerance,
+            resolution,
+            "multiplier",
+            floor=floor,
+            collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
+            precision=planned.dtype.name,
+        )
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
@@ -758,10 +790,9 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
 
 
 def _largest_gradient(item: _Probed) -> float:
-    """The largest |analytic| or |numerical| at the checked coordinates (an unchecked entry, maybe
-    wrong, never sets the tolerance of the others)."""
-    analytic, derivative = item.planned.columns.analytic, item.slopes.derivative
-    return max(0.0, float(np.max(np.abs(analytic))), float(np.max(np.abs(derivative))))
+    """The largest |numerical| at the checked coordinates: neither an unchecked entry nor the
+    analytic side under test (a bug that scales it up) sets the tolerance of the others."""
+    return max(0.0, float(np.max(np.abs(item.slopes.derivative))))
 
 
 def _kink_tolerances(planned: _PlannedParameter):
@@ -792,7 +823,7 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
     )
     center = counted.centers[0]
     judged = {
-        k: _judge_coordinate(item, k, center, counted, jitter, resolution)
+        k: _judge_coordinate(item, k, center, counted, jitter, resolution, primary)
         for k in np.flatnonzero(~primary.passed).tolist()
     }
     # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
@@ -806,6 +837,15 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
     verdicts = checks.verdicts() | {directional.verdict}
     verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
+    diagnosis = diagnose_parameter(
+        checks.failed(),
+        checks.passing_index_columns(),
+        directional,
+        np.asarray(planned.gradient, dtype=np.float64),
+        _directional_gap(item, directional, planned.tolerance),
+    )
+    if diagnosis is None and verdict != PASSED and _unchanged(item, center, directional):
+        diagnosis = unchanged_diagnosis(planned.name, planned.dtype.name)
     return ParameterCheck(
         name=planned.name,
         dtype=planned.dtype.name,
@@ -819,9 +859,25 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnose_parameter(
-            checks.failed(), checks.passing_index_columns(), directional, np.asarray(planned.gradient, dtype=np.float64)
-        ),
+        diagnosis=diagnosis,
+    )
+
+
+def _unchanged(item: _Probed, center: float, directional: DirectionalCheck) -> bool:
+    """f bit-identical to f(θ) at both probes of every coordinate's first step and of the direction."""
+    moved = np.any(item.minus_values != center) or np.any(item.plus_values != center)
+    return not moved and directional.minus_value == center == directional.plus_value
+
+
+def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: float) -> DirectionalGap | None:
+    """A failed directional test's gap, for the diagnosis to explain (None unless it failed)."""
+    if directional.verdict != FAILED or item.displacement is None:
+        return None
+    estimate = directional.estimates[directional.decided_at]
+    return DirectionalGap(
+        shifts=item.displacement.reshape(-1),
+        gap=estimate.analytic - estimate.numerical,
+        limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
     )
 
 

@@ -6,6 +6,7 @@ docs/method.md ("Diagnosis").
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,10 +16,10 @@ import numpy as np
 from .formatting import rust_list
 from .records import Record
 
-__all__ = ["KINDS", "Diagnosis", "diagnose_parameter", "diagnose_report"]
+__all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
 
 #: Every ``Diagnosis.kind``.
-KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained")
+KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained", "unchanged")
 #: Ratios of analytic to numerical agree when within this relative spread of their median.
 RATIO_SPREAD = 1e-2
 
@@ -43,16 +44,29 @@ def _resolved(estimate) -> bool:
 
 
 def _common_ratio(estimates: Sequence) -> float | None:
-    """The ratio analytic/numerical shared by every estimate (within RATIO_SPREAD), else None."""
-    if not estimates or not all(_resolved(estimate) for estimate in estimates):
+    """The ratio analytic/numerical shared by every estimate, else None.
+
+    Read from the estimates whose bar fixes the ratio to RATIO_SPREAD/2 (all resolved ones when
+    none does), which must agree within RATIO_SPREAD of their median; every other estimate must
+    only be consistent with it within its bar (|a − r·n| ≤ 2|r|·bar + RATIO_SPREAD·|a|).
+    """
+    resolved = [estimate for estimate in estimates if _resolved(estimate)]
+    precise = [e for e in resolved if 2 * e.error_bar.total <= RATIO_SPREAD / 2 * abs(e.numerical)] or resolved
+    if not precise:
         return None
-    ratios = [estimate.analytic / estimate.numerical for estimate in estimates]
+    ratios = [estimate.analytic / estimate.numerical for estimate in precise]
     median = statistics.median(ratios)
     if all(abs(ratio - median) <= RATIO_SPREAD * max(abs(median), 1e-300) for ratio in ratios):
-        return median
-    if all(abs(ratio) <= RATIO_SPREAD for ratio in ratios):
-        return 0.0
-    return None
+        common = median
+    elif all(abs(ratio) <= RATIO_SPREAD for ratio in ratios):
+        common = 0.0
+    else:
+        return None
+    for estimate in estimates:
+        allowed = 2 * max(1.0, abs(common)) * estimate.error_bar.total + RATIO_SPREAD * abs(estimate.analytic)
+        if abs(estimate.analytic - common * estimate.numerical) > allowed:
+            return None
+    return common
 
 
 def _nice(factor: float) -> float:
@@ -87,22 +101,67 @@ def _axis_name(rank: int, axis: int, index: int) -> str:
     return f"index {index} of axis {axis}"
 
 
-def _confined(failing: list, passing: list, rank: int) -> str | None:
-    """Where the failures are confined to, when coordinates elsewhere pass and none there does.
+#: At most this many indices of one axis hold every failure for them to be named (rows 3 and 7).
+CONFINED_INDICES = 3
+
+
+def _indices_text(rank: int, axis: int, indices: list) -> str:
+    if len(indices) == 1:
+        return _axis_name(rank, axis, indices[0])
+    name = _axis_name(rank, axis, 0).rsplit(" ", 1)[0]
+    plural = {"row": "rows", "column": "columns", "element": "elements"}.get(name, name)
+    return f"{plural} {', '.join(str(index) for index in indices)}"
+
+
+def _confined(failing: list, passing: list, rank: int) -> tuple | None:
+    """Where the failures are confined to, when coordinates elsewhere pass and none there does:
+    (text, axis, indices), axis None for a single coordinate.
 
     ``passing`` holds, per axis, the index of every passing coordinate (numpy columns).
     """
     if not passing or len(passing[0]) == 0:
         return None
     if len(failing) == 1 and rank != 1:
-        return f"coordinate {rust_list(failing[0].coordinate)}"
+        return f"coordinate {rust_list(failing[0].coordinate)}", None, None
     for axis in range(rank):
-        indices = {check.coordinate[axis] for check in failing}
-        if len(indices) == 1:
-            [index] = indices
-            if not np.any(passing[axis] == index):
-                return _axis_name(rank, axis, index)
+        indices = sorted({check.coordinate[axis] for check in failing})
+        if len(indices) <= CONFINED_INDICES and not np.any(np.isin(passing[axis], indices)):
+            return _indices_text(rank, axis, indices), axis, indices
     return None
+
+
+@dataclass(frozen=True)
+class DirectionalGap:
+    """A failed directional test's analytic − numerical ``gap`` (per unit multiplier), each element's
+    displacement ``shifts`` (flat), and the ``limit`` within which a predicted gap explains it."""
+
+    shifts: np.ndarray
+    gap: float
+    limit: float
+
+    def explains(self, errors: dict) -> bool:
+        """Errors (flat index → analytic − numerical) alone account for the gap: the rest is right."""
+        predicted = math.fsum(error * float(self.shifts[k]) for k, error in errors.items())
+        return abs(self.gap - predicted) <= self.limit
+
+
+def _evidenced(failing: list, confined: tuple, ratio, gradient: np.ndarray, directional, gap) -> bool:
+    """The rest of the parameter is evidenced right: the directional test passed, or the failures —
+    with every unchecked entry of the confined indices off by the same ratio — explain its gap."""
+    if directional.verdict == "passed":
+        return True
+    if gap is None:
+        return False
+    errors = {}
+    _, axis, indices = confined
+    if axis is not None and ratio not in (None, 0.0):
+        flat = np.flatnonzero(np.isin(np.indices(gradient.shape)[axis], indices).ravel())
+        values = gradient.reshape(-1)[flat]
+        errors = dict(zip(flat.tolist(), (values - values / ratio).tolist()))
+    for check in failing:
+        estimate = _decided(check)
+        errors[check.flat_index] = estimate.analytic - estimate.numerical
+    return gap.explains(errors)
 
 
 def _transposed(failing: list, gradient: np.ndarray) -> bool:
@@ -120,14 +179,17 @@ def _transposed(failing: list, gradient: np.ndarray) -> bool:
     return True
 
 
-def diagnose_parameter(failing: Sequence, passing: list, directional, gradient: np.ndarray) -> Diagnosis | None:
+def diagnose_parameter(
+    failing: Sequence, passing: list, directional, gradient: np.ndarray, gap: DirectionalGap | None = None
+) -> Diagnosis | None:
     """The Diagnosis of one parameter's failed CoordinateChecks and DirectionalCheck; None when
     nothing failed.
 
     ``passing`` holds, per axis, the index of every coordinate that passed with a clearly nonzero
     numerical value (numpy columns, see ``CoordinateChecks.passing_index_columns``).
     ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
-    mirrored entries from it).
+    mirrored entries from it). ``gap``: a failed directional test's gap, which a "localized"
+    diagnosis must explain (else it says where the parameter fails at least).
     """
     failing = list(failing)
     if not failing:
@@ -149,7 +211,16 @@ def diagnose_parameter(failing: Sequence, passing: list, directional, gradient: 
             message="analytic[i, j] = numerical[j, i] at every failing coordinate: the gradient of a square "
             "weight is transposed (x·Wᵀ where x·W belongs, or the outer product taken in the wrong order)",
         )
-    where = _confined(failing, passing, gradient.ndim)
+    confined = _confined(failing, passing, gradient.ndim)
+    where = None if confined is None else confined[0]
+    if where is not None and not _evidenced(failing, confined, ratio, gradient, directional, gap):
+        return Diagnosis(
+            kind="unexplained",
+            factor=None,
+            where=where,
+            message=f"{where} fails at least, and the directional test shows more error than the failing "
+            "coordinates explain: check every coordinate (--samples all)",
+        )
     if where is not None:
         factor = None if ratio is None else _nice(ratio)
         detail = "" if factor is None else f" (there analytic = {factor:g} × numerical)"
@@ -190,9 +261,11 @@ def _ratio_diagnosis(factor: float) -> Diagnosis:
 
 
 def diagnose_report(diagnoses: Sequence[Diagnosis | None]) -> Diagnosis | None:
-    """One diagnosis for the report when every failing parameter is off by the same factor."""
+    """One diagnosis for the report when every parameter failed, each off by the same factor."""
     found = [diagnosis for diagnosis in diagnoses if diagnosis is not None]
-    if len(found) < 2 or any(diagnosis.kind not in ("scale", "sign") for diagnosis in found):
+    if len(found) < 2 or len(found) < len(diagnoses):  # a parameter that did not fail shares no factor
+        return None
+    if any(diagnosis.kind not in ("scale", "sign") for diagnosis in found):
         return None
     factors = {diagnosis.factor for diagnosis in found}
     if len(factors) != 1:
@@ -201,7 +274,18 @@ def diagnose_report(diagnoses: Sequence[Diagnosis | None]) -> Diagnosis | None:
     return Diagnosis(
         kind=found[0].kind,
         factor=factor,
-        where="every failing parameter",
-        message=f"every failing parameter is off by the same factor {factor:g}: the loss itself is scaled in the "
+        where="every parameter",
+        message=f"every parameter is off by the same factor {factor:g}: the loss itself is scaled in the "
         "backward pass (or its sign flipped), not one layer",
+    )
+
+
+def unchanged_diagnosis(name: str, precision: str) -> Diagnosis:
+    """f bit-identical at every probe of a parameter that did not pass."""
+    return Diagnosis(
+        kind="unchanged",
+        factor=None,
+        where=None,
+        message=f"f did not change at any probe of {name}: the objective does not read this array (a stale "
+        f"copy?) or computes in lower precision than {precision}",
     )

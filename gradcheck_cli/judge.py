@@ -20,9 +20,11 @@ __all__ = [
     "Judgement",
     "Resolution",
     "stencil_gain",
+    "sensitivity_floor",
     "relative_error",
     "step_estimate",
     "judge_primary",
+    "agreement",
     "with_step_sensitivity",
     "judge_confirmed",
 ]
@@ -33,6 +35,9 @@ ROUNDING_FACTOR = 4.0
 FAIL_MARGIN = 2.0
 #: A coordinate that does not pass at its step h is probed again at h·factor for each factor.
 CONFIRMATION_FACTORS = (0.1, 10.0)
+#: The sensitivity floor: FLOOR_FACTOR times the estimate's expected relative error r² + ε/r, and
+#: never finer than the tolerance / FLOOR_FACTOR.
+FLOOR_FACTOR = 16.0
 
 PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
 
@@ -117,6 +122,14 @@ def stencil_gain(minus_spacing: float, plus_spacing: float, left_weight: float, 
     return left + right + abs(left - right)
 
 
+def sensitivity_floor(step: float, point: float, epsilon: float, tolerance: float) -> float:
+    """The smallest relative gap an estimate at requested ``step`` can support as evidence:
+    FLOOR_FACTOR·(r² + ε/r), r = step / max(1, |θ|) (truncation and rounding for unit derivatives),
+    between tolerance / FLOOR_FACTOR and the tolerance (docs/method.md, "Verdicts")."""
+    relative = step / max(1.0, abs(point))
+    return min(tolerance, max(FLOOR_FACTOR * (relative * relative + epsilon / relative), tolerance / FLOOR_FACTOR))
+
+
 def relative_error(analytic: float, numerical: float, scale: float) -> float:
     """|a − n| / scale; 0 when the scale is 0 (and so a = n = 0)."""
     return 0.0 if scale == 0.0 else abs(analytic - numerical) / scale
@@ -154,8 +167,16 @@ def step_estimate(
     )
 
 
-def _agrees(estimate: StepEstimate, tolerance: float) -> bool:
-    return estimate.slopes_consistent and estimate.relative_error <= tolerance
+def threshold(estimate: StepEstimate, tolerance: float, floor: float) -> float:
+    """The relative gap up to which ``estimate`` agrees: FAIL_MARGIN error bars, at least ``floor``
+    (what the estimate can support at its step), at most ``tolerance`` (the user's bound)."""
+    if estimate.scale == 0.0:
+        return tolerance
+    return min(tolerance, max(floor, FAIL_MARGIN * estimate.error_bar.total / estimate.scale))
+
+
+def _agrees(estimate: StepEstimate, limit: float) -> bool:
+    return estimate.slopes_consistent and estimate.relative_error <= limit
 
 
 @dataclass(frozen=True)
@@ -173,11 +194,14 @@ def _resolution_scale(resolution: Resolution) -> float:
 
 
 def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
-    """Agreement where the relative tolerance cannot decide, at the scale of the gradients that matter.
+    """Agreement where the estimate cannot resolve a relative comparison, at the scale of the
+    gradients that matter.
 
     Either both values are indistinguishable from zero at the error bar and the bar is small beside
-    the parameter's or the check's largest gradient, or the worst case |a − n| + bar is within the
-    tolerance of the parameter's own largest gradient.
+    the parameter's or the check's largest gradient, or the estimate cannot resolve a relative
+    comparison (FAIL_MARGIN bars exceed the tolerance of max(|a|, |n|), and |a − n| is within
+    them) and the worst case |a − n| + bar is within the tolerance of the
+    parameter's own largest numerical gradient.
     """
     bar = estimate.error_bar.total
     if not estimate.slopes_consistent:
@@ -185,68 +209,99 @@ def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Res
     zero = abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
     if zero and bar <= tolerance * _resolution_scale(resolution):
         return True
-    return abs(estimate.analytic - estimate.numerical) + bar <= tolerance * resolution.gradient
-
-
-def _passes(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
-    return _agrees(estimate, tolerance) or _within_resolution(estimate, tolerance, resolution)
-
-
-def _disagrees(estimate: StepEstimate, tolerance: float) -> bool:
-    """A gap beyond the tolerance and beyond FAIL_MARGIN error bars, at consistent slopes."""
     gap = abs(estimate.analytic - estimate.numerical)
-    return estimate.slopes_consistent and gap > max(tolerance * estimate.scale, FAIL_MARGIN * estimate.error_bar.total)
+    unresolved = FAIL_MARGIN * bar > tolerance * estimate.scale and gap <= FAIL_MARGIN * bar
+    return unresolved and gap + bar <= tolerance * resolution.gradient
+
+
+def _passes(
+    estimate: StepEstimate, tolerance: float, limit: float, resolution: Resolution, unresolved: bool = True
+) -> bool:
+    """Agreement within ``limit``, or, where ``unresolved`` (the estimate with the smallest bar: no
+    other resolves it better), within the resolution of the gradients that matter."""
+    return _agrees(estimate, limit) or (unresolved and _within_resolution(estimate, tolerance, resolution))
+
+
+def _disagrees(estimate: StepEstimate, floor: float) -> bool:
+    """A gap beyond the floor and beyond FAIL_MARGIN error bars, at consistent slopes."""
+    gap = abs(estimate.analytic - estimate.numerical)
+    return estimate.slopes_consistent and gap > max(floor * estimate.scale, FAIL_MARGIN * estimate.error_bar.total)
 
 
 def judge_primary(
-    estimate: StepEstimate, tolerance: float, resolution: Resolution, unit: str = "step"
+    estimate: StepEstimate, tolerance: float, resolution: Resolution, unit: str = "step", floor: float = None
 ) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation.
 
-    Beside the check's largest gradient (not the parameter's own), values within the bar of zero
-    pass only once confirmed at the other steps, where the bar may be smaller.
+    ``floor`` is :func:`sensitivity_floor` at the step (default: the tolerance): a relative error
+    above it is confirmed at other steps, where the bar may resolve it. Beside the check's largest
+    gradient (not the parameter's own), values within the bar of zero pass only
+    once confirmed at the other steps, where the bar may be smaller.
     """
+    floor = tolerance if floor is None else floor
     own = Resolution(gradient=resolution.gradient, check=0.0)
-    if _passes(estimate, tolerance, own):
-        return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, tolerance, unit))
+    if _passes(estimate, tolerance, floor, own):
+        return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, tolerance, floor, unit))
     return None
 
 
 def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
-    """Each estimate with its bar widened by the distance to the nearest estimate at another step."""
+    """Each estimate with its bar widened by the error its neighbours' distances attribute to it.
+
+    Rounding grows like 1/h and truncation like h². The whole distance to the nearest estimate at
+    a smaller step bounds this one's truncation (and its noise, the smaller step's being larger);
+    the distance to the nearest at a larger step is mostly that one's truncation, ρ² − 1 times
+    this one's (ρ the step ratio; this one's rounding is in its bar already).
+    """
     widened = []
-    for index, estimate in enumerate(estimates):
-        others = [abs(estimate.numerical - other.numerical) for j, other in enumerate(estimates) if j != index]
-        sensitivity = min(others, default=0.0)
+    for estimate in estimates:
+        smaller = [other for other in estimates if other.step < estimate.step]
+        larger = [other for other in estimates if other.step > estimate.step]
+        sensitivity = 0.0
+        if smaller:
+            other = max(smaller, key=lambda other: other.step)
+            sensitivity += abs(estimate.numerical - other.numerical)
+        if larger:
+            other = min(larger, key=lambda other: other.step)
+            ratio = other.step / estimate.step
+            sensitivity += abs(estimate.numerical - other.numerical) / (ratio * ratio - 1.0)
         bar = estimate.error_bar
         bar = replace(bar, step_sensitivity=sensitivity, total=bar.rounding + bar.jitter + sensitivity)
         widened.append(replace(estimate, error_bar=bar))
     return tuple(widened)
 
 
-def _supported(estimates: Sequence[StepEstimate], index: int, tolerance: float) -> bool:
-    """Another step backs the estimate: their Richardson extrapolation agrees with the analytic
-    value too, or the two differ by no more than their rounding and jitter allow."""
+def _supported(estimates: Sequence[StepEstimate], usable: list, index: int, tolerance: float, floor: float) -> bool:
+    """Another step backs the estimate: it agrees with the analytic value too (within the floor or
+    their two bars, at most the tolerance), or their Richardson extrapolation does (within the floor or their rounding and
+    jitter, at most the tolerance), or the two differ by no more than their rounding and jitter."""
     chosen = estimates[index]
-    for other in estimates:
-        if other is chosen:
+    for other_index in usable:
+        if other_index == index:
             continue
+        other = estimates[other_index]
+        both = FAIL_MARGIN * (chosen.error_bar.total + other.error_bar.total)
+        if other.slopes_consistent and abs(other.analytic - other.numerical) <= min(
+            tolerance * other.scale, max(floor * other.scale, both)
+        ):
+            return True
         small, large = (chosen, other) if chosen.step < other.step else (other, chosen)
         ratio = large.step / small.step
         extrapolated = small.numerical + (small.numerical - large.numerical) / (ratio * ratio - 1)
-        if abs(chosen.analytic - extrapolated) <= tolerance * chosen.scale:
-            return True
         a_priori = sum(e.error_bar.rounding + e.error_bar.jitter for e in (chosen, other))
+        limit = min(tolerance * chosen.scale, max(floor * chosen.scale, FAIL_MARGIN * a_priori))
+        if abs(chosen.analytic - extrapolated) <= limit:
+            return True
         if abs(chosen.numerical - other.numerical) <= FAIL_MARGIN * a_priori:
             return True
     return False
 
 
-def _approaching(estimates: Sequence[StepEstimate]) -> bool:
+def _approaching(estimates: Sequence[StepEstimate], usable: list) -> bool:
     """At the smallest step the gap is less than half that at the original step, beyond their bars:
     the estimate moves toward the analytic value as h shrinks, as truncation does, not an error."""
-    original = estimates[0]
-    smallest = min(estimates, key=lambda estimate: estimate.step)
+    original = estimates[usable[0]]
+    smallest = min((estimates[index] for index in usable), key=lambda estimate: estimate.step)
     if smallest.step >= original.step:
         return False
     gap = abs(smallest.analytic - smallest.numerical) + smallest.error_bar.rounding + smallest.error_bar.jitter
@@ -254,47 +309,109 @@ def _approaching(estimates: Sequence[StepEstimate]) -> bool:
 
 
 def judge_confirmed(
-    estimates: Sequence[StepEstimate], tolerance: float, resolution: Resolution, unit: str = "step"
+    estimates: Sequence[StepEstimate],
+    tolerance: float,
+    resolution: Resolution,
+    unit: str = "step",
+    floor: float = None,
+    collapsed: Sequence[bool] = (),
+    precision: str = "the parameter's dtype",
+    values_precision: str | None = None,
 ) -> Judgement:
     """The verdict from estimates at several steps (the first is the original step).
 
-    ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`).
-    An estimate passes as in :func:`judge_primary` when another step backs it (their
-    extrapolation agrees too, or they agree within rounding). The best estimate is the one with
-    the smallest bar: the check fails only when the gap exceeds the tolerance and FAIL_MARGIN
-    bars there and at one more step (the gap persists as h changes). When no step has consistent
-    one-sided slopes it is a suspected kink; otherwise the evidence cannot decide.
+    ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`);
+    ``collapsed[i]`` is True where f at both probes of estimate i equals f(θ) bit for bit (such
+    an estimate is no evidence); ``values_precision`` names the dtype f's values are all numbers
+    of, when it is less precise than ``precision`` (an objective computed in float32). The best estimate is the usable one with the smallest bar. It
+    passes when an estimate agrees within the best one's threshold (or the resolution clauses
+    of :func:`judge_primary`) and another step backs it; it fails when the best estimate's gap
+    exceeds the floor and FAIL_MARGIN bars, its bar counting how far it moves to another step.
+    When no step has consistent one-sided slopes it is a suspected kink; otherwise the
+    evidence cannot decide.
     """
-    best = min(range(len(estimates)), key=lambda index: (estimates[index].error_bar.total, index))
+    floor = tolerance if floor is None else floor
+    every = list(range(len(estimates)))
+    best = min(every, key=lambda index: (estimates[index].error_bar.total, index))
+    limit = threshold(estimates[best], tolerance, floor)
     own = Resolution(gradient=resolution.gradient, check=0.0)
     passing = [
         index
-        for index, estimate in enumerate(estimates)
-        if _passes(estimate, tolerance, resolution if index == best else own)
-        and _supported(estimates, index, tolerance)
+        for index in every
+        if _passes(
+            estimates[index],
+            tolerance,
+            min(limit, threshold(estimates[index], tolerance, floor)),
+            resolution if index == best else own,
+            index == best,
+        )
+        and _supported(estimates, every, index, tolerance, floor)
     ]
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
-        return Judgement(verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], tolerance, unit))
-    persisting = [index for index, estimate in enumerate(estimates) if _disagrees(estimate, tolerance)]
-    if best in persisting and len(persisting) >= 2 and not _approaching(estimates):
-        return Judgement(verdict=FAILED, decided_at=best, reason=_disagreement(estimates, best, tolerance, unit))
-    if _approaching(estimates) and any(estimate.slopes_consistent for estimate in estimates):
+        return Judgement(
+            verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], tolerance, floor, unit)
+        )
+    # f bit-identical at both probes bounds |f'| by the bar (the zero clause above), never more.
+    usable = [index for index in every if not (collapsed and collapsed[index])]
+    if not usable:
+        return Judgement(verdict=INCONCLUSIVE, decided_at=0, reason=_collapse(estimates[0], unit, precision))
+    best = min(usable, key=lambda index: (estimates[index].error_bar.total, index))
+    approaching = _approaching(estimates, usable)
+    persisting = [index for index in usable if _disagrees(estimates[index], floor)]
+    if best in persisting and len(persisting) >= 2 and not approaching:
+        return Judgement(
+            verdict=FAILED, decided_at=best, reason=_disagreement(estimates, usable, best, tolerance, floor, unit)
+        )
+    note = _precision_note(estimates, usable, precision)
+    if values_precision is not None:
+        note += (
+            f"; f's values are all {values_precision} numbers: the objective computes in lower precision than "
+            f"{precision}, and its rounding sets the bar"
+        )
+    if approaching and any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=INCONCLUSIVE,
             decided_at=best,
             reason=f"the estimate approaches the analytic value as the {unit} shrinks (curvature too large "
-            "for these steps): try a smaller step (--step)",
+            f"for these steps): try a smaller step (--step){note}",
         )
-    if not any(estimate.slopes_consistent for estimate in estimates):
+    if not any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=KINK,
             decided_at=best,
             reason=f"the one-sided slopes disagree at every {unit} tried (a corner, or curvature too large "
-            "for these steps): not evidence either way",
+            f"for these steps): not evidence either way{note}",
         )
-    return Judgement(
-        verdict=INCONCLUSIVE, decided_at=best, reason=_undecided(estimates, best, tolerance, resolution, unit)
+    reason = _undecided(estimates, best, tolerance, floor, resolution, unit)
+    return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
+
+
+#: f's observed noise beyond NOISE_LIMIT·ε·|f| is not the rounding of the parameters' dtype.
+NOISE_LIMIT = 256.0
+
+
+def _precision_note(estimates: Sequence[StepEstimate], usable: list, precision: str) -> str:
+    """A note when f's values carry far more noise than ε·|f|: the distance from the estimate at
+    the smallest step to the next one, in units of that estimate's ε·|f|·gain (its rounding bar
+    over ROUNDING_FACTOR), beyond NOISE_LIMIT: the objective computes in lower precision inside."""
+    ordered = sorted(usable, key=lambda index: estimates[index].step)
+    if len(ordered) < 2 or estimates[ordered[0]].error_bar.rounding == 0.0:
+        return ""
+    smallest, next_one = estimates[ordered[0]], estimates[ordered[1]]
+    units = abs(smallest.numerical - next_one.numerical) / (smallest.error_bar.rounding / ROUNDING_FACTOR)
+    if units <= NOISE_LIMIT:
+        return ""
+    return (
+        f"; f's values vary by about {units:.0f}·ε·|f| between steps, far above the rounding of {precision}: "
+        "the objective computes in lower precision inside (float32?), or is noisy"
+    )
+
+
+def _collapse(estimate: StepEstimate, unit: str, precision: str) -> str:
+    return (
+        f"f did not change at any {unit} tried ({unit} {_number(estimate.step)}, a tenth and ten times it): does "
+        f"the objective read the array it was given, or compute in lower precision than {precision}?"
     )
 
 
@@ -302,10 +419,17 @@ def _number(value: float) -> str:
     return f"{value:.2e}"
 
 
-def _agreement(estimate: StepEstimate, tolerance: float, unit: str) -> str:
-    if estimate.relative_error <= tolerance:
+def agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str = "step") -> str:
+    """Why ``estimate`` passes, in one sentence."""
+    return _agreement(estimate, tolerance, floor, unit)
+
+
+def _agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str) -> str:
+    limit = threshold(estimate, tolerance, floor)
+    if estimate.slopes_consistent and estimate.relative_error <= limit:
+        within = "the tolerance" if limit == tolerance else "its error bar's threshold"
         return (
-            f"relative error {_number(estimate.relative_error)} within the tolerance {_number(tolerance)} "
+            f"relative error {_number(estimate.relative_error)} within {within} {_number(limit)} "
             f"at {unit} {_number(estimate.step)}"
         )
     return (
@@ -315,13 +439,17 @@ def _agreement(estimate: StepEstimate, tolerance: float, unit: str) -> str:
     )
 
 
-def _disagreement(estimates: Sequence[StepEstimate], best: int, tolerance: float, unit: str) -> str:
+def _disagreement(
+    estimates: Sequence[StepEstimate], usable: list, best: int, tolerance: float, floor: float, unit: str
+) -> str:
     chosen = estimates[best]
-    steps = ", ".join(_number(estimate.step) for estimate in estimates if _disagrees(estimate, tolerance))
+    steps = ", ".join(_number(estimates[index].step) for index in usable if _disagrees(estimates[index], floor))
+    beyond = f"the tolerance {_number(tolerance)}" if floor == tolerance else f"the sensitivity floor {_number(floor)}"
     return (
         f"analytic {_number(chosen.analytic)} vs numerical {_number(chosen.numerical)} ± "
-        f"{_number(chosen.error_bar.total)}: relative error {_number(chosen.relative_error)} beyond the tolerance "
-        f"{_number(tolerance)} and the error bar, at {unit}s {steps}"
+        f"{_number(chosen.error_bar.total)}: relative error {_number(chosen.relative_error)} beyond {beyond} "
+        f"and {FAIL_MARGIN:g}× the error bar (which counts how far the estimate moves with the {unit}), "
+        f"at {unit}s {steps}"
     )
 
 
@@ -336,15 +464,26 @@ _REMEDIES = {
 
 
 def _undecided(
-    estimates: Sequence[StepEstimate], best: int, tolerance: float, resolution: Resolution, unit: str
+    estimates: Sequence[StepEstimate], best: int, tolerance: float, floor: float, resolution: Resolution, unit: str
 ) -> str:
     chosen = estimates[best]
     bar = chosen.error_bar
     gap = abs(chosen.analytic - chosen.numerical)
-    if _disagrees(chosen, tolerance):
+    if _disagrees(chosen, floor):
         return (
             f"the disagreement at {unit} {_number(chosen.step)} is not confirmed at another {unit}: "
             "try another step (--step)"
+        )
+    if gap > FAIL_MARGIN * bar.total and chosen.slopes_consistent:
+        return (
+            f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar but "
+            f"within the sensitivity floor {_number(floor)} of the gradient, what estimates at this {unit} support: "
+            "try another step (--step)"
+        )
+    if gap > FAIL_MARGIN * bar.total:  # and the slopes disagree there
+        return (
+            f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar, but "
+            f"the one-sided slopes disagree there and the other {unit}s do not confirm it: try another step (--step)"
         )
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]

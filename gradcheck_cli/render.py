@@ -421,6 +421,11 @@ def _value(number: float) -> str:
     return rust_fixed(number, 12)
 
 
+def _magnitude(number: float) -> str:
+    """A gradient in ``check``'s text: ``{:.12}``, or ``{:.12e}`` for a nonzero magnitude below 1e-4."""
+    return _error(number) if 0.0 < abs(number) < 1e-4 else _value(number)
+
+
 def _spacing(number: float) -> str:
     """Requested steps, spacings, weights: Rust ``{:.17e}``."""
     return rust_exp(number, 17)
@@ -451,12 +456,12 @@ def difference_lines(label: str, difference) -> list:
     ]
 
 
-def comparison_line(label: str, comparison) -> str:
+def comparison_line(label: str, comparison, value=_value, passed: str = "pass") -> str:
     """A GradientComparison as the chapter's ``wrong candidate:`` line."""
     c = comparison
     return (
-        f"{label}: analytic={_value(c.analytic)} scaled_error={_error(c.scaled_error)} "
-        f"tolerance={_error(c.tolerance)} pass={_bool(c.passed)}"
+        f"{label}: analytic={value(c.analytic)} scaled_error={_error(c.scaled_error)} "
+        f"tolerance={_error(c.tolerance)} {passed}={_bool(c.passed)}"
     )
 
 
@@ -465,6 +470,15 @@ def check_lines(label: str, check, candidate_label: str = None) -> list:
     return [
         *difference_lines(label, check.difference),
         comparison_line(candidate_label or f"{label} candidate", check.comparison),
+    ]
+
+
+def coordinate_check_lines(label: str, record) -> list:
+    """A check's coordinate as the chapter prints it, its ``pass=`` named ``chapter_pass=`` (the
+    chapter's scaled error, not the coordinate's verdict) and small gradients in scientific notation."""
+    return [
+        *difference_lines(label, record.difference),
+        comparison_line(f"{label} candidate", record.comparison, _magnitude, "chapter_pass"),
     ]
 
 
@@ -577,7 +591,7 @@ def estimate_fields(estimate) -> str:
     """A StepEstimate's numbers: what was compared at that step, and the error bar."""
     bar = estimate.error_bar
     return (
-        f"analytic={_value(estimate.analytic)} numerical={_value(estimate.numerical)} "
+        f"analytic={_magnitude(estimate.analytic)} numerical={_magnitude(estimate.numerical)} "
         f"relative_error={_error(estimate.relative_error)} error_bar={_error(bar.total)} "
         f"(rounding={_error(bar.rounding)} jitter={_error(bar.jitter)} step_sensitivity={_error(bar.step_sensitivity)})"
     )
@@ -620,7 +634,7 @@ def _short_coordinate_line(name: str, record) -> str:
     estimate = record.estimates[record.decided_at]
     return (
         f"{_coordinate_label(name, record.coordinate)}: {coordinate_verdict(record, short=True)} "
-        f"analytic={_value(estimate.analytic)} numerical={_value(estimate.numerical)} "
+        f"analytic={_magnitude(estimate.analytic)} numerical={_magnitude(estimate.numerical)} "
         f"relative_error={_error(estimate.relative_error)} error_bar={compact_error(estimate.error_bar.total)} "
         f"step={rust_debug(estimate.step)}"
     )
@@ -668,7 +682,7 @@ def _check_lines(report):
         yield _parameter_line(parameter)
         for record in parameter.checks:
             label = _coordinate_label(parameter.name, record.coordinate)
-            yield from check_lines(label, record)
+            yield from coordinate_check_lines(label, record)
             if record.kink.suspected:
                 yield slopes_line(f"{label} one-sided slopes", record.kink.slopes)
             yield from _verdict_lines(label, record, "step")

@@ -102,6 +102,59 @@ def structured_coordinates(shape: tuple, samples: int, gradient: np.ndarray) -> 
     return [SampledCoordinate(offset, coordinate_from_offset(shape, offset)) for offset in chosen]
 
 
+def _fractions(multiplier: int, count: int) -> np.ndarray:
+    """(2⁶³ + k·α) mod 2⁶⁴ for k < count: the R_d sequence's fractions on one axis, as uint64."""
+    k = np.arange(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return np.uint64(1 << 63) + k * np.uint64(multiplier)
+
+
+def _strata(ranks: np.ndarray, extent: int, count: int) -> np.ndarray:
+    """⌊rank·extent/count⌋ exactly: ``count`` strata of an axis, each rank in its own (count ≤ extent)."""
+    if extent < (1 << 62) // max(1, count):
+        return ranks.astype(np.int64) * extent // count
+    return np.array([rank * extent // count for rank in ranks.tolist()], dtype=np.int64)
+
+
+def _ranks(fractions: np.ndarray) -> np.ndarray:
+    """Each point's rank in the order of its fraction (ties cannot occur: α is irrational)."""
+    ranks = np.empty(len(fractions), dtype=np.int64)
+    ranks[np.argsort(fractions, kind="stable")] = np.arange(len(fractions))
+    return ranks
+
+
+def _mirrored_cycles(values: np.ndarray) -> tuple:
+    """Rows and columns of points (x, π(x)) for a permutation π of ``values`` (in their given order)
+    made of 2-cycles, whose points are mirrored pairs, alternating with 3-cycles: every value is
+    one point's row and one point's column."""
+    rows, columns, position, count = [], [], 0, len(values)
+    lengths = []
+    while position < count:
+        left = count - position
+        length = left if left in (1, 2, 3) else (2 if len(lengths) % 2 == 0 else 3)
+        if left == 4:
+            length = 2
+        lengths.append(length)
+        cycle = values[position : position + length].tolist()
+        rows += cycle
+        columns += cycle[1:] + cycle[:1]
+        position += length
+    return np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64)
+
+
+def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
+    """``count`` points, on every axis of extent e in min(count, e) distinct strata ⌊rank·e/count⌋,
+    the ranks the order of the R_d sequence's fractions on that axis; when ``square``, the last two
+    axes take one permutation of the same strata made of mirrored pairs and 3-cycles."""
+    multipliers = _recurrence_multipliers(len(shape))
+    indices = [_strata(_ranks(_fractions(step, count)), extent, count) for step, extent in zip(multipliers, shape)]
+    if square:
+        values = np.sort(indices[-2])[_ranks(_fractions(multipliers[-1], count))]
+        rows, columns = _mirrored_cycles(values)
+        indices[-2], indices[-1] = rows, columns
+    return _flat(indices, shape)
+
+
 def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list:
     """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N)."""
     largest = _largest(gradient, max(1, samples // 4))
@@ -109,8 +162,10 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0
     taken = np.array(largest, dtype=np.int64)
-    new = np.zeros(0, dtype=np.int64)
-    while len(new) < needed and first < limit:  # batches of points until enough distinct ones
+    spread = _stratified_offsets(shape, needed, square) if needed > 0 else np.zeros(0, dtype=np.int64)
+    unique, where = np.unique(spread, return_index=True)
+    new = spread[np.sort(where[~np.isin(unique, taken)])]
+    while len(new) < needed and first < limit:  # R_d points until enough distinct ones
         count = min(limit - first, max(64, 2 * (needed - len(new))))
         candidates = np.concatenate([new, _spread_offsets(shape, multipliers, first, count, square)])
         unique, where = np.unique(candidates, return_index=True)

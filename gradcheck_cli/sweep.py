@@ -20,7 +20,7 @@ import numpy as np
 from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
 from .errors import ArrayMadeReadOnly, GradCheckError
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
-from .judge import ROUNDING_FACTOR
+from .judge import FAIL_MARGIN, FLOOR_FACTOR, ROUNDING_FACTOR, ErrorBar, StepEstimate
 from .tensors import at_coordinate
 
 __all__ = [
@@ -294,17 +294,41 @@ def slope_columns(columns: ProbeColumns, minus_values: np.ndarray, center: float
 
 @dataclass(frozen=True)
 class PrimaryColumns:
-    """Every coordinate's estimate at its first step h and whether it passes there.
+    """Every coordinate's estimate at its first step h and whether it passes there: the one place
+    these rules are written (docs/method.md, "Verdicts"); a coordinate's record reads them.
 
-    What ``_coordinate_estimate`` and :func:`~gradcheck_cli.judge.judge_primary` compute per
-    coordinate: ``relative_error`` |a − n| / max(|a|, |n|), the error bar's ``bar`` (rounding
-    and jitter), and ``passed``, True where the verdict is decided at h (the rest are confirmed
-    at other steps by the scalar code).
+    ``relative_error`` |a − n| / max(|a|, |n|) (``scale``), the error bar's ``rounding`` and
+    ``jitter`` and their sum ``bar``, the one-sided slopes' agreement ``consistent``, the
+    sensitivity ``floor``, and ``passed``, True where the verdict is decided at h (the rest are
+    confirmed at other steps).
     """
 
     relative_error: np.ndarray
+    rounding: np.ndarray
+    jitter: np.ndarray
     bar: np.ndarray
+    scale: np.ndarray
+    consistent: np.ndarray
+    floor: np.ndarray
     passed: np.ndarray
+
+    def estimate(self, columns: ProbeColumns, slopes: SlopeColumns, k: int) -> StepEstimate:
+        """Coordinate k's StepEstimate at h, read from the columns."""
+        bar = ErrorBar(
+            rounding=float(self.rounding[k]),
+            jitter=float(self.jitter[k]),
+            step_sensitivity=0.0,
+            total=float(self.bar[k]),
+        )
+        return StepEstimate(
+            step=float(columns.step[k]),
+            analytic=float(columns.analytic[k]),
+            numerical=float(slopes.derivative[k]),
+            scale=float(self.scale[k]),
+            relative_error=float(self.relative_error[k]),
+            slopes_consistent=bool(self.consistent[k]),
+            error_bar=bar,
+        )
 
 
 def primary_columns(
@@ -323,7 +347,7 @@ def primary_columns(
     """The estimate at h of every coordinate and its verdict there (every slope finite).
 
     ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
-    ``resolution`` the parameter's largest |analytic| or |numerical|.
+    ``resolution`` the parameter's largest |numerical| value.
     """
     with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
         left, right, derivative = slopes.left, slopes.right, slopes.derivative
@@ -334,15 +358,28 @@ def primary_columns(
         left_gain = columns.left_weight / columns.minus_spacing
         right_gain = columns.right_weight / columns.plus_spacing
         gain = left_gain + right_gain + np.abs(left_gain - right_gain)
-        bar = ROUNDING_FACTOR * epsilons * largest_value * gain + jitter * gain
+        rounding = ROUNDING_FACTOR * epsilons * largest_value * gain
+        spread = jitter * gain
+        bar = rounding + spread
         analytic = columns.analytic
         scale = np.maximum(np.abs(analytic), np.abs(derivative))
         gap = np.abs(analytic - derivative)
         relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
-        agrees = consistent & (relative <= tolerance)
+        floor = sensitivity_floors(columns, epsilons, tolerance)
+        agrees = consistent & (relative <= floor)
         zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
-        within = consistent & ((zero & (bar <= tolerance * resolution)) | (gap + bar <= tolerance * resolution))
-    return PrimaryColumns(relative, bar, agrees | within)
+        unresolved = (FAIL_MARGIN * bar > tolerance * scale) & (gap <= FAIL_MARGIN * bar)
+        small = unresolved & (gap + bar <= tolerance * resolution)
+        within = consistent & ((zero & (bar <= tolerance * resolution)) | small)
+    return PrimaryColumns(relative, rounding, spread, bar, scale, consistent, floor, agrees | within)
+
+
+def sensitivity_floors(columns: ProbeColumns, epsilons, tolerance: float) -> np.ndarray:
+    """:func:`gradcheck_cli.judge.sensitivity_floor` of each coordinate at its first step, as a column."""
+    with np.errstate(all="ignore"):
+        relative = columns.step / np.maximum(1.0, np.abs(columns.theta))
+        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
+        return np.minimum(tolerance, floor)
 
 
 def _value_epsilons(minus_values: np.ndarray, center: float, plus_values: np.ndarray, epsilon: float):

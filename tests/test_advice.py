@@ -475,3 +475,19 @@ def test_problem_advice_names_the_parameter_and_coordinate_it_could_not_advise()
     assert str(caught.value).startswith(
         "parameter 'flat': gradient check at coordinate [1] failed: step advice needs at least two accepted steps"
     )
+
+
+def test_the_advice_never_picks_a_step_at_which_f_does_not_move():
+    # f = exp(10x) computed in float32 from a float64 θ = 0.1: steps below half a float32 ulp leave
+    # f bit-identical, an estimate of 0 with no truncation and a float64 rounding floor of about
+    # 1e-6 — below the error of any step at which float32's f moves (it picked 7.4e-10 before).
+    def evaluate(x):
+        return float(np.exp(np.float32(10) * np.float32(x)))
+
+    advice = advise_step(evaluate, 0.1)
+    assert any(
+        e.difference.minus_value == e.difference.center_value == e.difference.plus_value for e in advice.estimates
+    )
+    advised = next(e for e in advice.estimates if e.regime == "advised")
+    assert advised.difference.minus_value != advised.difference.plus_value
+    assert advised.requested_step > 1e-6

@@ -8,7 +8,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -215,8 +215,9 @@ def test_explicit_coordinates_keep_their_order_and_others_are_sampled():
     w, b = report.parameters
     assert (w.selection, w.requested_samples) == ("explicit", None)
     assert [(record.coordinate, record.flat_index) for record in w.checks] == [((1, 2), 5), ((0, 1), 1)]
-    # The structured selection of 2 of 4: the largest |gradient| (b[3] = 3) and one spread point.
-    assert (b.selection, [record.coordinate for record in b.checks]) == ("structured", [(2,), (3,)])
+    # The structured selection of 2 of 4: the largest |gradient| (b[3] = 3) and one spread point,
+    # the only stratum of one point: ⌊0·4/1⌋ = 0.
+    assert (b.selection, [record.coordinate for record in b.checks]) == ("structured", [(0,), (3,)])
     # A bare int is a coordinate of a 1-D parameter.
     report = check_gradients(sum_of_squares, parameters, doubled(parameters), coordinates={"b": [3, np.int64(1)]})
     assert [record.coordinate for record in report.parameter("b").checks] == [(3,), (1,)]
@@ -1011,7 +1012,9 @@ def test_an_array_changed_by_an_objective_that_then_raises_is_restored():
 
 
 def _reference_structured_offsets(shape, samples, gradient):
-    """The structured selection as one R_d point at a time, in Python integers (the vectorized one's spec)."""
+    """The structured selection one point at a time, in Python integers (the vectorized one's spec):
+    the largest entries, then the stratified points (ranks of the R_d fractions per axis, mirrored
+    pairs and 3-cycles on the last two axes when square), then R_d points until enough."""
     from gradcheck_cli.sampling import offset_from_coordinate, sample_tensor_coordinates
     from gradcheck_cli.selection import _largest, _recurrence_multipliers
 
@@ -1019,6 +1022,29 @@ def _reference_structured_offsets(shape, samples, gradient):
     chosen = dict.fromkeys(_largest(gradient, max(1, samples // 4)))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
+    count = samples - len(chosen)
+
+    def ranks(step):
+        fractions = [((one >> 1) + r * step) % one for r in range(count)]
+        order = sorted(range(count), key=fractions.__getitem__)
+        return [order.index(r) for r in range(count)]
+
+    axes = [[rank * extent // count for rank in ranks(step)] for step, extent in zip(multipliers, shape)]
+    if square and count:
+        values = sorted(axes[-2])
+        cycle_values = [values[rank] for rank in ranks(multipliers[-1])]
+        rows, columns, position, lengths = [], [], 0, 0
+        while position < count:
+            left = count - position
+            length = left if left <= 3 else 2 if left == 4 or lengths % 2 == 0 else 3
+            cycle = cycle_values[position : position + length]
+            rows, columns = rows + cycle, columns + cycle[1:] + cycle[:1]
+            position, lengths = position + length, lengths + 1
+        axes[-2], axes[-1] = rows, columns
+    spread = [offset_from_coordinate(shape, tuple(axis[r] for axis in axes)) for r in range(count)]
+    for offset in dict.fromkeys(spread):
+        if len(chosen) < samples:
+            chosen.setdefault(offset)
     k = 0
     while len(chosen) < samples and k < 8 * samples + 64:
         point = tuple((((one >> 1) + k * step) % one) * extent >> 64 for step, extent in zip(multipliers, shape))
@@ -1066,3 +1092,29 @@ def test_the_structured_selection_is_exact_on_extents_beyond_32_bits():
                 flat = flat * extent + index
             expected.append(flat)
         assert offsets == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.integers(2, 64),
+    columns=st.integers(2, 64),
+    samples=st.integers(8, 64),
+    gradient_seed=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+)
+def test_the_spread_coordinates_cover_every_row_and_column(rows, columns, samples, gradient_seed):
+    """k spread points (samples less the largest entries) hit min(k, n) rows and min(k, m) columns,
+    a square matrix keeps mirrored pairs, and the selection is deterministic."""
+    from gradcheck_cli.selection import _largest, structured_offsets
+
+    shape = (rows, columns)
+    assume(samples < rows * columns)
+    gradient = np.zeros(shape) if gradient_seed is None else np.random.default_rng(gradient_seed).normal(size=shape)
+    chosen = structured_offsets(shape, samples, gradient)
+    spread = samples - len(_largest(gradient, max(1, samples // 4)))
+    assert len(chosen) == len(set(chosen)) == samples
+    assert len({offset // columns for offset in chosen}) >= min(spread, rows)
+    assert len({offset % columns for offset in chosen}) >= min(spread, columns)
+    if rows == columns:
+        pairs = {(offset // columns, offset % columns) for offset in chosen}
+        assert any((j, i) in pairs for i, j in pairs if i != j)
+    assert structured_offsets(shape, samples, gradient.copy()) == chosen

@@ -456,7 +456,7 @@ def _interrupt_after(calls: int, function):
         (["scan"], "check_lines"),
         (["demo"], "check_lines"),
         (["nll", "--samples", "6"], "check_lines"),
-        (["check", PORTABLE, "--samples", "all", "--verbose"], "check_lines"),
+        (["check", PORTABLE, "--samples", "all", "--verbose"], "coordinate_check_lines"),
         (["scan", "--json"], "_encoded"),
         (["check", PORTABLE, "--samples", "all", "--json"], "_encoded"),
         (["demo", "--format", "table"], "tables"),

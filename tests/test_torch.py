@@ -106,8 +106,11 @@ def test_the_bug_fails_naming_the_inputs_it_reaches(name, reached, dtype):
     before = snapshot(float_tensors(inputs))
     report = check_function(fn, inputs)
     assert report.failing_parameters == reached
-    # Real mismatches at the default tolerance, not kinks or impurity.
-    assert {record.verdict for _, record in report.failures()} == {"failed"}
+    # Real mismatches, not kinks or impurity. In float32 the sensitivity floor (3.9e-4) is below the
+    # tolerance: layer_norm's bug moves inputs[0][0, 1] by 3.9e-4 relative, right at the floor, and
+    # that coordinate is inconclusive rather than passed.
+    verdicts = {record.verdict for _, record in report.failures()}
+    assert "failed" in verdicts and verdicts <= ({"failed"} if dtype == torch.float64 else {"failed", "inconclusive"})
     assert report.purity.pure and report.verdict == "failed"
     assert_unchanged(float_tensors(inputs), before)
 

@@ -336,3 +336,82 @@ def test_an_objective_that_changes_its_parameters_is_refused_and_restored(change
     with pytest.raises(ParameterChanged, match="'x' was (modified in place|replaced or removed)"):
         check_gradients(objective, parameters, {"x": 2 * x})
     assert x.tobytes() == before
+
+
+def _float32_least_squares():
+    """f(w) = ½·mean((Xw − y)²) of float32 w, summed in float64: gradient Xᵀ(Xw − y)/8 exactly."""
+    random = np.random.default_rng(190)
+    x, y = random.normal(size=(8, 5)), random.normal(size=8)
+    weight = random.normal(size=5).astype(np.float32)
+
+    def objective(parameters):
+        residual = x @ parameters["w"].astype(np.float64) - y
+        return float(0.5 * np.mean(residual * residual))
+
+    return objective, {"w": weight}, x.T @ (x @ weight.astype(np.float64) - y) / 8
+
+
+def test_a_float32_relative_error_of_1e_3_fails_where_the_bar_resolves_it():
+    # At the default float32 step the tolerance ε^(1/3) is 4.92e-3, but the sensitivity floor is
+    # 16·(r² + ε/r) = 7.75e-4 (r = ε^(1/3)), and at 10h the bar is ~3e-6 relative: 1e-3 is beyond both.
+    objective, parameters, gradient = _float32_least_squares()
+    assert check_gradients(objective, parameters, {"w": gradient}).verdict == PASSED
+    report = check_gradients(objective, parameters, {"w": gradient * (1 + 1e-3)})
+    assert report.verdict == FAILED
+    assert all(record.verdict != PASSED for record in report.parameters[0].checks)
+
+
+def test_a_small_coordinate_with_a_flipped_sign_fails_beside_a_large_gradient():
+    # f = 10·v₀ + 0.01·v₁² at v = (0.5, 1) in float32: gradient (10, 0.02). The old clause
+    # |a − n| + B ≤ tol·G passed v₁ = −0.02 (gap 0.04 < 4.92e-3·10); its own bar is ~1e-3.
+    weights = np.array([0.5, 1.0], dtype=np.float32)
+
+    def objective(parameters):
+        v = parameters["v"].astype(np.float64)
+        return float(10 * v[0] + 0.01 * v[1] ** 2)
+
+    assert check_gradients(objective, {"v": weights}, {"v": np.array([10.0, 0.02])}).verdict == PASSED
+    report = check_gradients(objective, {"v": weights}, {"v": np.array([10.0, -0.02])})
+    assert [record.verdict for record in report.parameters[0].checks] == [PASSED, FAILED]
+
+
+def test_an_objective_reading_a_stale_copy_is_inconclusive_and_says_so():
+    values = np.array([0.3, -1.2, 2.0, 0.7])
+    stale = values.copy()
+    report = check_gradients(lambda parameters: float(np.sum(stale**2)), {"s": values}, {"s": 2 * values})
+    assert report.verdict == INCONCLUSIVE and report.failed == 0
+    assert "f did not change" in report.parameters[0].checks[0].reason
+    assert "read the array it was given" in report.parameters[0].directional.reason
+    assert report.parameters[0].diagnosis.kind == "unchanged"
+    assert report.parameters[0].diagnosis.message.startswith("f did not change at any probe of s")
+
+
+@pytest.mark.parametrize("step", [None, "auto"])
+def test_a_float32_objective_of_float64_parameters_never_fails_a_correct_gradient(step):
+    theta = np.random.default_rng(191).normal(size=6)
+
+    def objective(parameters):
+        return float(np.sum(np.square(parameters["t"].astype(np.float32)), dtype=np.float32))
+
+    report = check_gradients(objective, {"t": theta}, {"t": 2 * theta}, step=step)
+    assert report.verdict in (PASSED, INCONCLUSIVE) and report.failed == 0
+    for record in report.parameters[0].checks.unpassed():
+        assert "f's values are all float32 numbers" in record.reason
+
+
+def test_noise_far_above_the_rounding_of_float64_is_named_as_lower_precision():
+    # f computes its cube in float32 and adds a float64 term, so its values are not float32 numbers
+    # (the bar stays float64's) while their noise is float32's: about 1e-7·|f|, 10⁹·ε.
+    theta = np.array([0.7, -1.3, 0.4])
+
+    def objective(parameters):
+        t = parameters["t"]
+        return float(np.sum(t.astype(np.float32) ** 3, dtype=np.float32)) + 1e-3 * float(np.sum(t))
+
+    report = check_gradients(objective, {"t": theta}, {"t": 3 * theta**2 + 1e-3})
+    assert report.failed == 0 and report.verdict == INCONCLUSIVE
+    parameter = report.parameters[0]
+    reasons = [record.reason for record in parameter.checks.unpassed()] + [parameter.directional.reason]
+    # Named wherever the smallest step's estimate moves by more than 256·ε·|f| (at one coordinate
+    # float32's quantization happens to give h/10 and h the same estimate).
+    assert sum("far above the rounding of float64" in reason for reason in reasons) >= 3
