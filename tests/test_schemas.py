@@ -251,3 +251,8 @@ def test_docs_json_md_is_generated_from_the_schemas():
     """docs/json.md's tables are the schemas' fields: `make golden` rewrites them after a schema changes."""
     assert json_documents.DOCS.read_text(encoding="utf-8") == json_documents.documented()
     assert json_documents.BEGIN in json_documents.DOCS.read_text(encoding="utf-8")
+
+
+def test_the_diagnosis_kinds_are_the_codes():
+    definition = schemas.raw("report")["$defs"]["diagnosis"]["properties"]["kind"]
+    assert definition["enum"] == list(diagnosis.KINDS)
