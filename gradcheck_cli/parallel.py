@@ -271,19 +271,29 @@ class _Pool:
         return f"was killed by signal {name}"
 
     def stop(self) -> None:
-        """Stop the workers: terminated unless every chunk is done, and joined either way."""
+        """Stop the workers: terminated unless every chunk is done (or a signal cuts the wait for idle
+        ones short), and joined either way."""
         if self.executor is None:
             return
         processes = self._started()
-        if not all(future.done() for parameter in self.futures for future in parameter):
-            self.executor.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.join(timeout=5.0)
-                if process.exitcode is None:  # the objective's code handles SIGTERM: no more time
-                    process.kill()
-                    process.join()
+        if all(future.done() for parameter in self.futures for future in parameter):
+            try:
+                self.executor.shutdown(wait=True)
+                return
+            except BaseException:
+                self._terminate(processes)
+                raise
+        self._terminate(processes)
+
+    def _terminate(self, processes: list) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=5.0)
+            if process.exitcode is None:  # the objective's code handles SIGTERM: no more time
+                process.kill()
+                process.join()
         self.executor.shutdown(wait=True)
 
 
@@ -300,13 +310,19 @@ def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
     )
 
 
+#: What a terminal or a supervisor sends to stop a run: the parent handles them (the command line
+#: ends as on Ctrl-C) and stops its workers, which ignore all but SIGTERM, the parent's own stop.
+_HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)}
+
+
 @contextlib.contextmanager
 def _interrupts_held():
-    """SIGINT blocked in this thread meanwhile (a worker started now inherits the mask), where POSIX can."""
+    """The ending signals blocked in this thread meanwhile (a worker started now inherits the mask), where
+    POSIX can: one arriving while the pool is being built is handled once it is built."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
     try:
         yield
     finally:
@@ -325,9 +341,11 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
     The ``checked`` arrays are watched as the serial check watches them. A failure is kept, and
     raised by every task."""
     if threading.current_thread() is threading.main_thread():  # a pool's worker (a cluster's may be a thread)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for number in _HELD_SIGNALS - {signal.SIGTERM}:
+            signal.signal(number, signal.SIG_IGN)
         if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
+        _end_with_parent()
     try:
         loaded = pickle.loads(problem)
         if isinstance(loaded, tuple):
@@ -351,6 +369,23 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
         _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
         _WORKER["failure"] = error
+
+
+def _end_with_parent() -> None:
+    """End this worker the moment its parent process ends, however it ended (SIGKILL included): a
+    thread waits on the pipe from the parent, which reads end-of-file once the parent is gone."""
+    import multiprocessing
+    import multiprocessing.connection
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch():
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gradcheck-parent", daemon=True).start()
 
 
 def _probe_chunk(name: str, columns: ProbeColumns) -> tuple:

@@ -299,9 +299,13 @@ def emit(text: str, stream=None) -> None:
             view = view[os.write(descriptor, view) :]
 
 
+#: The signals that end a run as Ctrl-C does (cli.py handles them), where the platform has them.
+ENDING_SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+
 @contextlib.contextmanager
 def _interruption_deferred():
-    """Hold Ctrl-C back while the results are written: stdout gets them whole, or nothing at all.
+    """Hold Ctrl-C (and the other ending signals) back while the results are written: stdout gets them whole, or nothing at all.
 
     The interruption is delivered once the write is done. Ctrl-C reaches the
     reader too (one process group), so a reader that stops reading still
@@ -315,11 +319,12 @@ def _interruption_deferred():
     if mask is None:
         yield
         return
-    mask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    ending = {getattr(_signal, name) for name in ENDING_SIGNAL_NAMES if hasattr(_signal, name)}
+    mask(_signal.SIG_BLOCK, ending)
     try:
         yield
     finally:
-        mask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+        mask(_signal.SIG_UNBLOCK, ending)
 
 
 #: The codec error handler that spells in ASCII what an output encoding cannot hold.
@@ -405,9 +410,12 @@ def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
 INTERRUPTED = "Error: interrupted"
 
 
-def write_interrupted(stderr=None) -> None:
-    """Report Ctrl-C: one line on stderr; stdout gets nothing, not even a partial result."""
-    (sys.stderr if stderr is None else stderr).write(INTERRUPTED + "\n")
+def write_interrupted(interrupt=None, stderr=None) -> None:
+    """Report Ctrl-C, or the signal that ended the run as Ctrl-C does (its ``signal_name``): one line on
+    stderr; stdout gets nothing, not even a partial result."""
+    name = getattr(interrupt, "signal_name", "SIGINT")
+    line = INTERRUPTED if name == "SIGINT" else f"{INTERRUPTED} by {name}"
+    (sys.stderr if stderr is None else stderr).write(line + "\n")
 
 
 # ------------------------------------------------------------- text lines
