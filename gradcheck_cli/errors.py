@@ -31,6 +31,7 @@ __all__ = [
     "NotAnArray",
     "UnsupportedDtype",
     "ReadOnlyArray",
+    "SelfOverlappingArray",
     "InvalidLogits",
     "InvalidTargets",
     "AtCoordinate",
@@ -74,6 +75,8 @@ __all__ = [
     "UnpicklableProblem",
     "WorkerProblemDiffers",
     "WorkerDied",
+    "WorkerProbeDiffers",
+    "ObjectiveInMain",
 ]
 
 
@@ -380,6 +383,18 @@ class ReadOnlyArray(GradCheckError):
 
     def describe(self):
         return f"{self.role} array is read-only; the check perturbs it in place and restores it"
+
+
+class SelfOverlappingArray(GradCheckError):
+    """Two elements of the parameter array share memory (a zero or too small stride)."""
+
+    fields = ("role", "strides")
+
+    def describe(self):
+        return (
+            f"{self.role} array has elements that share memory (strides {rust_list(self.strides)}, an as_strided "
+            "or broadcast view): perturbing one would perturb others; pass a copy (np.array(...))"
+        )
 
 
 class InvalidLogits(GradCheckError):
@@ -819,4 +834,31 @@ class WorkerDied(GradCheckError):
         return (
             f"a worker process of the check with jobs={self.jobs} {self.problem}; every array is restored: "
             "check with jobs=1 (--jobs 1) to see the failure in this process"
+        )
+
+
+class WorkerProbeDiffers(GradCheckError):
+    """A worker's probe, made again in this process, gave another value: the workers' objective differs."""
+
+    fields = ("parameter", "coordinate", "side", "worker", "here")
+
+    def describe(self):
+        return (
+            f"parameter {self.parameter!r} at coordinate {rust_list(self.coordinate)}: f at θ{'−' if self.side == 'minus' else '+'}h "
+            f"is {rust_debug(self.worker)} in a worker process and {rust_debug(self.here)} in this one, so the "
+            "workers' objective differs from this process's (a module edited since, a file or an environment "
+            "variable read differently); check with jobs=1 (--jobs 1)"
+        )
+
+
+class ObjectiveInMain(GradCheckError):
+    """With jobs ≥ 2, the objective is defined in a ``__main__`` that the worker processes cannot import."""
+
+    fields = ("jobs", "name")
+
+    def describe(self):
+        return (
+            f"jobs={self.jobs} runs the objective {self.name} in worker processes, which import it by its module, "
+            "but it is defined in the __main__ of python -c, standard input or a notebook, which they cannot "
+            "import; define it in a module file and import it from there, or check with jobs=1"
         )

@@ -38,8 +38,10 @@ from .errors import (
     AtParameter,
     GradCheckError,
     InvalidArgument,
+    ObjectiveInMain,
     UnpicklableProblem,
     WorkerDied,
+    WorkerProbeDiffers,
     WorkerProblemDiffers,
     exception_line,
     user_location,
@@ -47,6 +49,7 @@ from .errors import (
 )
 from .estimator import evaluated_value
 from .formatting import rust_debug, short_repr
+from .records import same_bits
 from .sweep import ProbeColumns, probe_values
 
 __all__ = [
@@ -118,12 +121,25 @@ def workers_for(jobs, objective, parameters) -> Workers | None:
     count = worker_count(jobs)
     if count == 1:
         return None
+    if not isinstance(objective, ByReference):
+        _reject_unimportable_main(objective, count)
     try:
         problem = pickle.dumps(objective.reference if isinstance(objective, ByReference) else (objective, parameters))
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
     digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
     return Workers(count, problem, digests)
+
+
+def _reject_unimportable_main(objective, count: int) -> None:
+    """ObjectiveInMain for an objective of ``__main__`` when that has no file a worker could import
+    (``python -c``, standard input, a notebook): pickle would succeed, and every worker fail."""
+    import sys
+
+    module = getattr(objective, "__module__", None) or type(objective).__module__
+    if module == "__main__" and not os.path.isfile(getattr(sys.modules.get("__main__"), "__file__", None) or ""):
+        name = getattr(objective, "__qualname__", None) or type(objective).__qualname__
+        raise ObjectiveInMain(jobs=count, name=name)
 
 
 def array_digest(array) -> str | None:
@@ -221,6 +237,7 @@ class _Pool:
                 chunk_minus, chunk_plus, error = future.result()
             if error is not None:
                 raise AtParameter(parameter=planned.name, source=error) from error
+            _verify(planned, start, chunk_minus[0], chunk_plus[0], counted)
             minus += chunk_minus
             plus += chunk_plus
             counted.calls += 2 * (stop - start)
@@ -297,6 +314,29 @@ class _Pool:
         self.executor.shutdown(wait=True)
 
 
+def _verify(planned, start: int, minus: float, plus: float, counted) -> None:
+    """Coordinate ``start`` (a chunk's first) probed again here, uncounted: a worker's two values must
+    be this process's bit for bit, or the workers run another objective (WorkerProbeDiffers)."""
+    here_minus, here_plus = [], []
+    try:
+        probe_values(
+            planned.array,
+            planned.columns,
+            start,
+            start + 1,
+            counted.objective,
+            counted.parameters,
+            here_minus,
+            here_plus,
+        )
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+    for side, worker, here in (("minus", minus, here_minus[0]), ("plus", plus, here_plus[0])):
+        if not same_bits(worker, here):
+            coordinate = [int(position) for position in planned.columns.coordinate(start)]
+            raise WorkerProbeDiffers(parameter=planned.name, coordinate=coordinate, side=side, worker=worker, here=here)
+
+
 def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
     """Coordinates start:stop of ``columns``: what probe_values reads, and nothing else."""
     part = slice(start, stop)
@@ -356,6 +396,8 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
 
             found = load_problem(loaded.text, loaded.adapt)
             objective, parameters = found.objective, found.parameters
+        for value in parameters.values():
+            _made_private(value)
         for name, digest in digests.items():
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
@@ -369,6 +411,47 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
         _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
         _WORKER["failure"] = error
+
+
+#: mmap's MAP_FIXED (Linux and the BSDs, macOS included), which Python's mmap module does not export.
+_MAP_FIXED = 0x10
+
+
+def _mapped(array) -> bool:
+    """Whether ``array``'s memory is an mmap (np.memmap, a SharedMemory buffer): shared with a file or
+    other processes, the other workers among them."""
+    import mmap
+
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return False
+
+
+def _made_private(array) -> None:
+    """A memory-mapped ``array`` given this worker's own copy of its pages, at the same addresses (the
+    problem's objects keep pointing at it): the probes of every worker stay out of the file and out of
+    each other's way, as the serial check's probes are alone in it. POSIX only."""
+    if not isinstance(array, np.ndarray) or array.size == 0 or os.name != "posix" or not _mapped(array):
+        return
+    import ctypes
+    import mmap
+
+    from .tensors import byte_bounds
+
+    low, high = byte_bounds(array)
+    start = low - low % mmap.PAGESIZE
+    length = -(-(high - start) // mmap.PAGESIZE) * mmap.PAGESIZE
+    pages = ctypes.string_at(start, length)
+    remap = ctypes.CDLL(None, use_errno=True).mmap
+    remap.restype = ctypes.c_void_p
+    remap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED
+    if remap(start, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) != start:
+        raise OSError(ctypes.get_errno(), "cannot give a memory-mapped parameter a private copy in a worker")
+    ctypes.memmove(start, pages, length)
 
 
 def _end_with_parent() -> None:

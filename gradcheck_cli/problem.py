@@ -48,6 +48,7 @@ from .errors import (
     user_location,
 )
 from .formatting import short_repr
+from .tensors import byte_bounds as _byte_bounds
 from .tensors import parameter_and_gradient
 
 __all__ = [
@@ -285,11 +286,6 @@ def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
             source = error(point=value) if error is NonFinitePoint else error(value=value)
             raise AtCoordinate(coordinate=list(index), source=source)
 
-
-try:  # numpy >= 2.0
-    from numpy.lib.array_utils import byte_bounds as _byte_bounds
-except ImportError:  # numpy < 2.0
-    _byte_bounds = np.byte_bounds
 
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
 

@@ -211,6 +211,23 @@ EXAMPLES = [
         "check with jobs=1 (--jobs 1) to see the failure in this process",
     ),
     (
+        errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
+        "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
+        "objective differs from this process's (a module edited since, a file or an environment variable read "
+        "differently); check with jobs=1 (--jobs 1)",
+    ),
+    (
+        errors.ObjectiveInMain(jobs=2, name="objective"),
+        "jobs=2 runs the objective objective in worker processes, which import it by its module, but it is defined "
+        "in the __main__ of python -c, standard input or a notebook, which they cannot import; define it in a module "
+        "file and import it from there, or check with jobs=1",
+    ),
+    (
+        errors.SelfOverlappingArray(role="parameters", strides=[0, 8]),
+        "parameters array has elements that share memory (strides [0, 8], an as_strided or broadcast view): "
+        "perturbing one would perturb others; pass a copy (np.array(...))",
+    ),
+    (
         errors.CollapsedStep(side="minus", point=1e150, step=0.1, smallest_step=9.085484053695086e133),
         "minus perturbation from point 1e150 by step 0.1 rounds back to the point; "
         "a step of at least 9.085484053695086e133 moves both probes",

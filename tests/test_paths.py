@@ -6,6 +6,7 @@ parent killed and its workers' pids polled until they are gone, a real read-only
 Every wait is a poll with a deadline, never a sleep followed by an assertion.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gradcheck_cli import errors
+from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli import EXIT_INTERRUPTED
+from gradcheck_cli.problem import GradientProblem
+from gradcheck_cli.taylor import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
 posix_only = pytest.mark.skipif(os.name != "posix", reason="signals to a child process are POSIX notions")
@@ -169,3 +174,221 @@ def test_2_the_workers_end_with_their_parent_within_two_seconds(problems, tmp_pa
             b"",
             f"Error: interrupted by {name}\n",
         )
+
+
+@posix_only
+def test_2_ctrl_c_to_a_parent_with_workers_is_exactly_one_line(problems, tmp_path):
+    # The SIGINT goes to the parent alone: it stops its workers, and nothing else reaches stderr
+    # ("Exception ignored in: <module 'threading'>" was the noise of a second interruption).
+    mark = tmp_path / "running"
+    mark.mkdir()
+    process = _start(["check", f"{problems}:workers", "--jobs", "2"], {"GRADCHECK_TEST_MARK": str(mark)})
+    _poll(lambda: len(os.listdir(mark)) == 2, process)
+    workers = [int(pid) for pid in os.listdir(mark)]
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)  # a second Ctrl-C during the clean-up is ignored
+    assert _ended(process) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
+    assert not any(map(_alive, workers))
+
+
+# 3. A torch tensor over read-only memory is refused before any write, not a segmentation fault.
+
+READ_ONLY_TENSOR = """
+import os
+import warnings
+
+import numpy as np
+import torch
+
+
+def problem():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own "not writable" warning
+        x = torch.from_numpy(np.load(os.environ["GRADCHECK_TEST_FILE"], mmap_mode="r")).requires_grad_()
+    return (lambda x: (x * x).sum()), (x,)
+"""
+
+
+@posix_only
+def test_3_a_tensor_over_a_read_only_mmap_is_refused_not_a_crash(tmp_path):
+    torch = pytest.importorskip("torch")
+    saved = tmp_path / "x.npy"
+    np.save(saved, np.linspace(1.0, 2.0, 8))
+    original = saved.read_bytes()
+    (tmp_path / "read_only.py").write_text(textwrap.dedent(READ_ONLY_TENSOR))
+    process = _start(["check", f"{tmp_path / 'read_only.py'}:problem"], {"GRADCHECK_TEST_FILE": str(saved)})
+    status, stdout, stderr = _ended(process)
+    message = "Error: tensor 'inputs[0]' is over read-only memory (a read-only mmap, np.load(..., mmap_mode='r')): pass a .clone()\n"
+    assert (status, stdout, stderr.decode()) == (2, b"", message)
+    assert saved.read_bytes() == original
+    # numpy's flag says writable over the same pages: the memory is what is asked, not the flag.
+    with pytest.warns(UserWarning, match="not writable"):
+        disguised = torch.from_numpy(np.load(saved, mmap_mode="r")).numpy()
+    assert disguised.flags.writeable
+    with pytest.raises(errors.AtParameter, match="parameters array is read-only") as caught:
+        check_gradients(_sum_of_squares, {"w": disguised}, {"w": 2.0 * np.array(disguised)})
+    assert isinstance(caught.value.source, errors.ReadOnlyArray)
+    copy = np.array(disguised)  # a writable copy is checked, so the refusal above is about the memory
+    assert check_gradients(_sum_of_squares, {"w": copy}, {"w": 2.0 * copy}).passed
+
+
+def _sum_of_squares(parameters):
+    return float(np.sum(parameters["w"] ** 2))
+
+
+# 4. No wrong verdict from a parameter's layout, a replaced entry, or a worker that is not this process.
+
+
+def _cubes(parameters):
+    return float(np.sum(np.asarray(parameters["w"]) ** 3))
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("values", [[[1.0, 2.0], [3.0, 4.0]], [[1.0, -2.0, 0.5]]])
+def test_4_taylor_takes_an_np_matrix_as_its_array(values):
+    w = np.matrix(values)
+    right, wrong = 3.0 * np.asarray(w) ** 2, 2.0 * np.asarray(w)  # d/dw Σw³ = 3w², not 2w
+    passed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": right}))
+    assert (passed.verdict, passed.reason) == ("pass", "second order")
+    failed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": np.matrix(wrong)}))
+    assert (failed.verdict, failed.reason) == ("fail", "first order")
+    assert type(w) is np.matrix and np.array_equal(w, np.matrix(values))
+    assert check_gradients(_cubes, {"w": w}, {"w": np.matrix(right)}).passed  # as check always had it
+
+
+def test_4_a_self_overlapping_view_is_refused_and_an_exotic_but_distinct_layout_is_not():
+    base = np.linspace(1.0, 2.0, 4)
+    repeated = np.lib.stride_tricks.as_strided(base, shape=(3, 4), strides=(0, 8), writeable=True)
+    for run in (
+        lambda w: check_gradients(_cubes, {"w": w}, {"w": 3.0 * w**2}),
+        lambda w: taylor_test(GradientProblem(_cubes, {"w": w}, {"w": 3.0 * w**2})),
+    ):
+        with pytest.raises(errors.AtParameter) as caught:
+            run(repeated)
+        assert isinstance(caught.value.source, errors.SelfOverlappingArray)
+        assert "strides [0, 8]" in str(caught.value)
+        distinct = np.asfortranarray(np.linspace(1.0, 2.0, 12).reshape(3, 4))[::-1, ::2]
+        assert run(distinct).passed
+
+
+def _replacing(parameters):
+    parameters["w"] = parameters["w"].astype(np.float64)
+    return float(np.sum(parameters["w"] ** 2))
+
+
+@pytest.mark.parametrize("run", ["check", "taylor"])
+def test_4_an_objective_that_replaces_its_entry_is_refused_by_taylor_as_by_check(run):
+    w = np.linspace(1.0, 2.0, 5)
+    parameters = {"w": w}
+    with pytest.raises(errors.ParameterChanged, match="'w' was replaced or removed"):
+        if run == "check":
+            check_gradients(_replacing, parameters, {"w": 2.0 * w})
+        else:
+            taylor_test(GradientProblem(_replacing, parameters, {"w": 2.0 * w}))
+    assert w.tobytes() == np.linspace(1.0, 2.0, 5).tobytes()
+
+
+JOBS_PROBLEMS = """
+import multiprocessing
+import os
+import time
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+W = np.linspace(-1.0, 1.0, 24)
+
+
+def _reads_its_environment(parameters):
+    # Agrees with this process at θ, where the workers check f(θ), and differs at every probe.
+    w = parameters["w"]
+    scale = 1.0 if np.array_equal(w, W) or multiprocessing.parent_process() is None else 2.0
+    return scale * float(np.sum(w * w))
+
+
+def differs():
+    w = W.copy()
+    return GradientProblem(_reads_its_environment, {"w": w}, {"w": 2.0 * w})
+
+
+ORIGINAL = {}
+
+
+def _alone(parameters):
+    # A worker's probe is one element away from θ; a second one is another process's probe, seen
+    # through the file. The pause lets two workers' probes meet if their memory is shared.
+    time.sleep(0.002)
+    in_worker = multiprocessing.parent_process() is not None
+    if in_worker and np.count_nonzero(parameters["w"] != ORIGINAL["w"]) > 1:
+        raise RuntimeError("another process's probe is in this parameter")
+    return float(np.sum(parameters["w"] ** 3))
+
+
+def mapped():
+    w = np.memmap(os.environ["GRADCHECK_TEST_FILE"], dtype=np.float64, mode="r+")
+    ORIGINAL["w"] = np.array(w)
+    return GradientProblem(_alone, {"w": w}, {"w": 3.0 * np.array(w) ** 2})
+"""
+
+
+@pytest.fixture
+def jobs_problems(tmp_path):
+    path = tmp_path / "jobs_problems.py"
+    path.write_text(textwrap.dedent(JOBS_PROBLEMS))
+    return path
+
+
+def _run(*arguments, environment=None):
+    environment = {**os.environ, "NO_COLOR": "1", **(environment or {})}
+    command = [sys.executable, "-m", "gradcheck_cli", *arguments]
+    return subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, timeout=300)
+
+
+def test_4_a_worker_whose_objective_differs_is_a_typed_error_naming_the_coordinate(jobs_problems):
+    serial = _run("check", f"{jobs_problems}:differs", "--jobs", "1")
+    assert serial.returncode == 0  # here the objective is Σw², and 2w is its gradient
+    parallel = _run("check", f"{jobs_problems}:differs", "--jobs", "2", "--json")
+    assert parallel.returncode == 2
+    error = json.loads(parallel.stdout)["error"]
+    assert error["kind"] == "WorkerProbeDiffers" and error["parameter"] == "w"
+    assert error["coordinate"] in [[k] for k in range(24)] and error["side"] == "minus"
+    assert error["worker"] == 2.0 * error["here"]
+    assert parallel.stderr.decode() == f"Error: {error['message']}\n"
+
+
+def test_4_a_memory_mapped_parameter_under_jobs_gives_the_serial_report_and_an_untouched_file(jobs_problems, tmp_path):
+    mapped = tmp_path / "w.bin"
+    np.linspace(1.0, 8.0, 200).tofile(mapped)
+    original = mapped.read_bytes()
+    environment = {"GRADCHECK_TEST_FILE": str(mapped)}
+    reports = [
+        _run("check", f"{jobs_problems}:mapped", "--samples", "all", "--json", "--jobs", jobs, environment=environment)
+        for jobs in ("1", "2")
+    ]
+    assert [report.returncode for report in reports] == [0, 0], reports[1].stderr
+    assert reports[1].stdout == reports[0].stdout
+    assert mapped.read_bytes() == original
+
+
+def test_4_an_objective_in_an_unimportable_main_is_a_typed_error_with_jobs():
+    program = textwrap.dedent(
+        """
+        import numpy as np
+        from gradcheck_cli import errors
+        from gradcheck_cli.check import check_gradients
+
+        def objective(parameters):
+            return float(np.sum(parameters["w"] ** 2))
+
+        w = np.linspace(0.0, 1.0, 8)
+        try:
+            check_gradients(objective, {"w": w}, {"w": 2.0 * w}, jobs=2)
+        except errors.ObjectiveInMain as error:
+            print(error)
+        """
+    )
+    for command in ([sys.executable, "-c", program], [sys.executable, "-"]):
+        result = subprocess.run(command, input=program.encode(), capture_output=True, cwd=ROOT, timeout=120)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        assert result.stdout.decode().startswith("jobs=2 runs the objective objective in worker processes")
