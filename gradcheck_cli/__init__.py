@@ -49,7 +49,9 @@ _LAZY_MODULES = {
     ),
     **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
     **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
-    **dict.fromkeys(("CommandLineError", "InputFileError", "ObjectiveRaised"), "cli_errors"),
+    **dict.fromkeys(
+        ("CommandLineError", "InputFileError", "ObjectiveRaised", "UserCodeRaised", "OutOfMemory"), "cli_errors"
+    ),
 }
 
 __all__ = [

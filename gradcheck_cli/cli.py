@@ -38,7 +38,6 @@ import functools
 import importlib
 import io
 import itertools
-import os
 import sys
 from typing import NamedTuple
 
@@ -269,34 +268,22 @@ def deliver(text, stream, status: int) -> int:
                 render.emit(piece, stream)
         return status
     except BrokenPipeError as closed:
-        _silence_stdout(stream)
+        render.silence(stream)
         return exit_status(closed)
     except KeyboardInterrupt as interrupt:
         render.write_interrupted(interrupt)
         return exit_status(interrupt)
     except OSError as error:
-        _silence_stdout(stream)
+        render.silence(stream)
         return _report_output_failure(error)
 
 
 def _report_output_failure(error: OSError) -> int:
     reason = error.strerror or str(error) or type(error).__name__
-    click.echo(f"Error: cannot write the results to stdout: {reason}", err=True)
+    render.write_line(f"Error: cannot write the results to stdout: {reason}")
     failed = OutputFailed(reason)
     failed.__cause__ = error
     return exit_status(failed)
-
-
-def _silence_stdout(stream) -> None:
-    """Point stdout's descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
-    try:
-        descriptor = stream.fileno()  # not CliRunner's stream, which has none
-    except (AttributeError, OSError, ValueError):
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    if null != descriptor:
-        os.dup2(null, descriptor)
-        os.close(null)
 
 
 def _format_in_words(words) -> str:
@@ -436,7 +423,7 @@ def _ending_signals(after=None):
 
 
 def _report_defect(error: BaseException) -> int:
-    click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
+    render.write_line(f"Error: internal error in gradcheck: {exception_line(error)}")
     return exit_status(error)
 
 

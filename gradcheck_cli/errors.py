@@ -125,21 +125,34 @@ def _rebuild(cls, values):
 def user_frames(error: BaseException) -> list:
     """The traceback entries of ``error`` in the user's own files: not gradcheck's, the standard
     library's or an installed package's."""
+    return [frame for frame, owner in _frame_owners(error) if owner == "user"]
+
+
+def raised_in_users_code(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error`` that is gradcheck's or the user's is the user's: their
+    mapping's or array's method raised (maybe through numpy), not gradcheck's code called by theirs."""
+    owners = [owner for _, owner in _frame_owners(error) if owner != "library"]
+    return bool(owners) and owners[-1] == "user"
+
+
+def _frame_owners(error: BaseException) -> list:
+    """``(frame, owner)`` for each traceback entry, owner "gradcheck", "library" or "user"."""
     import os
     import sysconfig
     import traceback
 
     here = os.path.dirname(os.path.abspath(__file__))
     libraries = {os.path.abspath(sysconfig.get_paths()[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    frames = []
+    owners = []
     for frame in traceback.extract_tb(error.__traceback__):
         path = os.path.abspath(frame.filename)
-        if path.startswith(here + os.sep) or any(path.startswith(root + os.sep) for root in libraries):
-            continue
-        if frame.filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
-            continue
-        frames.append(frame)
-    return frames
+        if path.startswith(here + os.sep):
+            owners.append((frame, "gradcheck"))
+        elif frame.filename.startswith("<") or any(path.startswith(root + os.sep) for root in libraries):
+            owners.append((frame, "library"))  # <frozen importlib._bootstrap>, <string> too
+        else:
+            owners.append((frame, "user"))
+    return owners
 
 
 def user_location(error: BaseException) -> str:

@@ -398,10 +398,8 @@ def error_line(error) -> str:
 
 def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
     """Report a rejected request: one line on stderr, and ``{"error": to_dict()}`` for JSON."""
-    stderr = sys.stderr if stderr is None else stderr
     document = json_text({"error": error}) if output_format == "json" else None
-    stderr.write(error_line(error) + "\n")
-    stderr.flush()
+    write_line(error_line(error), stderr)
     if document is not None:
         emit(document, stdout)
 
@@ -415,7 +413,31 @@ def write_interrupted(interrupt=None, stderr=None) -> None:
     stderr; stdout gets nothing, not even a partial result."""
     name = getattr(interrupt, "signal_name", "SIGINT")
     line = INTERRUPTED if name == "SIGINT" else f"{INTERRUPTED} by {name}"
-    (sys.stderr if stderr is None else stderr).write(line + "\n")
+    write_line(line, stderr)
+
+
+def write_line(line: str, stderr=None) -> None:
+    """Write one message line to stderr. A stderr that is closed (``2>&-``) or full (``2>/dev/full``)
+    is pointed at /dev/null instead of failing: the JSON error still reaches stdout, the exit status
+    stays the one the outcome decides, and the interpreter's last flush cannot fail either."""
+    stream = sys.stderr if stderr is None else stderr
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (AttributeError, OSError, ValueError):  # None, a full disk, a closed descriptor
+        silence(stream)
+
+
+def silence(stream) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
+    try:
+        descriptor = stream.fileno()  # not CliRunner's stream, which has none
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != descriptor:
+        os.dup2(null, descriptor)
+        os.close(null)
 
 
 # ------------------------------------------------------------- text lines

@@ -149,6 +149,18 @@ EXAMPLES = [
         "the objective of model.py:problem raised ZeroDivisionError: division by zero",
     ),
     (
+        cli_errors.UserCodeRaised(reference="model.py:problem", error="RuntimeError: backward failed"),
+        "the code of model.py:problem raised RuntimeError: backward failed",
+    ),
+    (
+        cli_errors.OutOfMemory(
+            reference="model.py:problem", parameter="w", elements=10, dtype="float32", size="0.0 MiB"
+        ),
+        "not enough memory for gradcheck's working arrays of model.py:problem: its largest parameter 'w' holds 10 "
+        "float32 elements (0.0 MiB), and a check needs a few copies of it; check fewer coordinates (--samples), or "
+        "on a machine with more memory",
+    ),
+    (
         errors.TorchUnavailable(),
         "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
         "gradcheck (or pip install 'gradcheck-cli[torch]')",

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.cli import EXIT_INTERRUPTED
+from gradcheck_cli.cli import EXIT_INTERRUPTED, main
 from gradcheck_cli.problem import GradientProblem
 from gradcheck_cli.taylor import taylor_test
 
@@ -392,3 +393,184 @@ def test_4_an_objective_in_an_unimportable_main_is_a_typed_error_with_jobs():
         result = subprocess.run(command, input=program.encode(), capture_output=True, cwd=ROOT, timeout=120)
         assert result.returncode == 0 and result.stderr == b"", result.stderr
         assert result.stdout.decode().startswith("jobs=2 runs the objective objective in worker processes")
+
+
+# 5. Exit status by blame: the user's code is 2 with its frame; gradcheck's own trouble is one line too.
+
+BLAME = """
+import os
+import resource
+from collections.abc import Mapping
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+W = np.linspace(0.5, 1.5, 6)
+
+
+def _squares(parameters):
+    return float(np.sum(parameters["w"] ** 2))
+
+
+class LazyGradients(Mapping):
+    def __getitem__(self, name):
+        raise RuntimeError("backward failed")
+
+    def __iter__(self):
+        return iter(["w"])
+
+    def __len__(self):
+        return 1
+
+
+class ExplodingParameters(dict):
+    def items(self):
+        raise ValueError("items exploded")
+
+
+def lazy():
+    return GradientProblem(_squares, {"w": W.copy()}, LazyGradients())
+
+
+def exploding():
+    return GradientProblem(_squares, ExplodingParameters(w=W.copy()), {"w": 2.0 * W})
+
+
+def _in_users_state(parameters):
+    if np.geterr()["under"] != "raise":
+        raise AssertionError("the objective lost its module's numpy error state")
+    return float(np.sum(parameters["w"] ** 2))
+
+
+def raising():
+    np.seterr(all="raise")
+    return GradientProblem(_in_users_state, {"w": W.copy()}, {"w": 2.0 * W})
+
+
+def _sum(parameters):
+    return float(np.sum(parameters["w"]))
+
+
+def large():
+    w = np.linspace(0.0, 1.0, 10**7)
+    gradient = np.ones(10**7)
+    # Room for what the process holds now and 40 MB more: not for gradcheck's copies of w (80 MB each).
+    pages = int(open("/proc/self/statm").read().split()[0])
+    limit = pages * resource.getpagesize() + 40 * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    return GradientProblem(_sum, {"w": w}, {"w": gradient})
+"""
+
+
+@pytest.fixture
+def blame(tmp_path):
+    path = tmp_path / "blame.py"
+    path.write_text(textwrap.dedent(BLAME))
+    return path
+
+
+def _invoke(*arguments):
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None, "FORCE_COLOR": None})
+    return runner.invoke(main, list(arguments), prog_name="gradcheck", catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+@pytest.mark.parametrize(
+    "function, raised",
+    [("lazy", "RuntimeError: backward failed"), ("exploding", "ValueError: items exploded")],
+)
+def test_5_an_exception_from_the_users_own_mappings_is_theirs(blame, command, function, raised):
+    kind, text = raised.split(": ")
+    line = 1 + textwrap.dedent(BLAME).splitlines().index(f'        raise {kind}("{text}")')
+    result = _invoke(command, f"{blame}:{function}", "--json")
+    assert result.exit_code == 2
+    method = "__getitem__" if function == "lazy" else "items"
+    message = f"the code of {blame}:{function} raised {raised} (at {blame}:{line} in {method})"
+    assert result.stderr == f"Error: {message}\n"
+    assert json.loads(result.stdout)["error"] == {
+        "kind": "UserCodeRaised",
+        "reference": f"{blame}:{function}",
+        "error": message.split(" raised ", 1)[1],
+        "message": message,
+    }
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_5_gradchecks_arithmetic_runs_under_its_own_numpy_error_state(blame, command, monkeypatch):
+    import gradcheck_cli.check
+    import gradcheck_cli.taylor
+
+    seen = []
+    module, name = (
+        (gradcheck_cli.check, "check_problem") if command == "check" else (gradcheck_cli.taylor, "taylor_test")
+    )
+    real = getattr(module, name)
+
+    def recording(*arguments, **keywords):
+        seen.append(np.geterr()["under"])
+        return real(*arguments, **keywords)
+
+    monkeypatch.setattr(module, name, recording)
+    before = np.geterr()
+    try:
+        result = _invoke(command, f"{blame}:raising")
+    finally:
+        after = np.geterr()
+        np.seterr(**before)
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr  # the objective saw "raise"
+    assert seen == ["ignore"] and after == before  # gradcheck: numpy's default; and it again afterwards
+
+
+@posix_only
+def test_5_a_memory_error_in_gradchecks_arrays_is_one_line_naming_the_size(blame):
+    result = _run("check", f"{blame}:large", "--samples", "1", "--json")
+    message = (
+        f"not enough memory for gradcheck's working arrays of {blame}:large: its largest parameter 'w' holds "
+        "10000000 float64 elements (76.3 MiB), and a check needs a few copies of it; check fewer coordinates "
+        "(--samples), or on a machine with more memory"
+    )
+    assert (result.returncode, result.stderr.decode()) == (2, f"Error: {message}\n")
+    assert json.loads(result.stdout)["error"]["kind"] == "OutOfMemory"
+
+
+@posix_only
+def test_5_an_endless_input_file_is_refused_at_its_first_bytes_and_a_huge_one_at_the_limit(tmp_path, monkeypatch):
+    result = _run("nll", "--logits", "/dev/zero", "--json")
+    message = "--logits file '/dev/zero' is neither a .npy array nor JSON: Expecting value: line 1 column 1 (char 0)"
+    assert (result.returncode, result.stderr.decode()) == (2, f"Error: {message}\n")
+    assert json.loads(result.stdout)["error"]["kind"] == "InputFileError"
+    import gradcheck_cli.commands.options
+
+    monkeypatch.setattr(gradcheck_cli.commands.options, "INPUT_LIMIT", 100)
+    listed = tmp_path / "logits.json"
+    listed.write_text(json.dumps([[0.25] * 20, [0.5] * 20]))  # 4 targets' worth, 247 bytes
+    result = _invoke("nll", "--logits", str(listed))
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"Error: --logits file '{listed}' holds more than 100 bytes, the most gradcheck reads\n",
+    )
+
+
+@posix_only
+@pytest.mark.parametrize("stderr", ["closed", "full"])
+def test_5_with_stderr_unusable_stdout_still_gets_the_json_error_and_the_status_stays_2(stderr):
+    command = [sys.executable, "-m", "gradcheck_cli", "demo", "--bogus", "--json"]
+    environment = {**os.environ, "NO_COLOR": "1"}
+    if stderr == "closed":
+        result = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=environment,
+            capture_output=False,
+            stdout=subprocess.PIPE,
+            preexec_fn=lambda: os.close(2),
+            timeout=120,
+        )
+    else:
+        with open("/dev/full", "w") as full:
+            result = subprocess.run(
+                command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=full, timeout=120
+            )
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["error"]["message"] == "No such option '--bogus'."
