@@ -819,8 +819,9 @@ def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) 
 def check(report, verbose: bool = False) -> Section:
     """A GradientCheckReport: a line per parameter with its diagnosis and the coordinates that did not
     pass, then purity and the verdict; ``verbose``: the step advice and every coordinate's records."""
-    lines = (lambda: _check_lines(report)) if verbose else (lambda: _short_check_lines(report))
-    return Section("check", report, lines, lambda: _tables().check(report))
+    shown = _check_with_shown_names(report)
+    lines = (lambda: _check_lines(shown)) if verbose else (lambda: _short_check_lines(shown))
+    return Section("check", report, lines, lambda: _tables().check(shown))
 
 
 def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:
@@ -830,4 +831,42 @@ def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Sect
 
 def taylor(result) -> Section:
     """A TaylorResult: the setting, every step's remainder, the fit and the verdict."""
-    return Section("taylor", result, lambda: _taylor_lines(result), lambda: _tables().taylor(result))
+    shown = _taylor_with_shown_names(result)
+    return Section("taylor", result, lambda: _taylor_lines(shown), lambda: _tables().taylor(shown))
+
+
+def shown_name(name: str) -> str:
+    """A parameter's name as text and tables show it: as given when it is printable one-line text, else
+    its repr (``'a\\nb'``), so that a name cannot break one fact per line or send a terminal escapes."""
+    return name if name.isprintable() else repr(name)
+
+
+def _check_with_shown_names(report):
+    """``report`` with every parameter name as :func:`shown_name` shows it (JSON keeps the names as given)."""
+    if all(name.isprintable() for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
+        return report
+    parameters = tuple(
+        dataclasses.replace(parameter, name=shown_name(parameter.name)) for parameter in report.parameters
+    )
+    advice = report.step_advice
+    if advice is not None:
+        records = tuple(dataclasses.replace(record, name=shown_name(record.name)) for record in advice.parameters)
+        steps = {shown_name(name): step for name, step in advice.steps.items()}
+        advice = dataclasses.replace(advice, steps=steps, parameters=records)
+    failing = tuple(map(shown_name, report.failing_parameters))
+    return dataclasses.replace(report, parameters=parameters, failing_parameters=failing, step_advice=advice)
+
+
+def _taylor_with_shown_names(result):
+    """``result`` with every parameter name as :func:`shown_name` shows it."""
+    if all(name.isprintable() for name in result.parameters):
+        return result
+    localization = tuple(
+        dataclasses.replace(test, parameters=tuple(map(shown_name, test.parameters))) for test in result.localization
+    )
+    return dataclasses.replace(
+        result,
+        parameters=tuple(map(shown_name, result.parameters)),
+        failing_parameters=tuple(map(shown_name, result.failing_parameters)),
+        localization=localization,
+    )

@@ -574,3 +574,46 @@ def test_5_with_stderr_unusable_stdout_still_gets_the_json_error_and_the_status_
             )
     assert result.returncode == 2
     assert json.loads(result.stdout)["error"]["message"] == "No such option '--bogus'."
+
+
+# 6. No output lost to a width, and no name that breaks a line or sends a terminal escapes.
+
+
+@pytest.mark.parametrize("columns", ["0", "7", "wide"])
+def test_6_an_unusable_width_falls_back_to_a_usable_one(columns):
+    usual = _run("demo", "--format", "table", environment={"COLUMNS": "120"})
+    result = _run("demo", "--format", "table", environment={"COLUMNS": columns})
+    assert result.returncode == 0 and result.stderr == b""
+    assert result.stdout == usual.stdout and b"Quadratic" in result.stdout
+
+
+NAMES = """
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+NAMES = ("a\\nb", "\\x1b[31mred", "problème")
+W = np.linspace(0.5, 1.5, 4)
+
+
+def _squares(parameters):
+    return sum(float(np.sum(parameters[name] ** 2)) for name in NAMES)
+
+
+def problem():
+    return GradientProblem(_squares, {name: W.copy() for name in NAMES}, {name: 3.0 * W for name in NAMES})
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+@pytest.mark.parametrize("output", ["text", "table", "json"])
+def test_6_a_name_that_is_not_one_line_text_is_shown_escaped(tmp_path, command, output):
+    (tmp_path / "names.py").write_text(textwrap.dedent(NAMES))
+    result = _invoke(command, f"{tmp_path / 'names.py'}:problem", "--format", output)
+    assert result.exit_code == 1  # 3w is not the gradient of Σw²: every name is in the output
+    if output == "json":  # JSON escapes by itself, and keeps the names as given
+        assert "a\\nb" in result.stdout and "\\u001b[31mred" in result.stdout
+        return
+    assert "\x1b" not in result.stdout and "a\nb" not in result.stdout
+    assert "'a\\nb'" in result.stdout and "'\\x1b[31mred'" in result.stdout
+    assert "problème" in result.stdout and "'problème'" not in result.stdout  # printable: as given
