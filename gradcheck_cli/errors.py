@@ -62,6 +62,7 @@ __all__ = [
     "AtParameter",
     "InvalidProblemReference",
     "ProblemFileNotFound",
+    "ProblemNotAFile",
     "ProblemModuleNotFound",
     "ProblemImportFailed",
     "ProblemFunctionNotFound",
@@ -703,6 +704,15 @@ class ProblemFileNotFound(GradCheckError):
 
     def describe(self):
         return f"problem file {self.path} does not exist"
+
+
+class ProblemNotAFile(GradCheckError):
+    """The problem file named exists but is no regular file: a directory, a FIFO, a device."""
+
+    fields = ("path", "file_type")
+
+    def describe(self):
+        return f"problem file {self.path} is {self.file_type}, not a Python source file"
 
 
 class ProblemModuleNotFound(GradCheckError):

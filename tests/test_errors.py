@@ -223,6 +223,10 @@ EXAMPLES = [
         "check with jobs=1 (--jobs 1) to see the failure in this process",
     ),
     (
+        errors.ProblemNotAFile(path="models", file_type="a directory"),
+        "problem file models is a directory, not a Python source file",
+    ),
+    (
         errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
         "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
         "objective differs from this process's (a module edited since, a file or an environment variable read "

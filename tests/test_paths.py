@@ -617,3 +617,122 @@ def test_6_a_name_that_is_not_one_line_text_is_shown_escaped(tmp_path, command, 
     assert "\x1b" not in result.stdout and "a\nb" not in result.stdout
     assert "'a\\nb'" in result.stdout and "'\\x1b[31mred'" in result.stdout
     assert "problème" in result.stdout and "'problème'" not in result.stdout  # printable: as given
+
+
+# 7. Promised one line: odd returns, odd problem functions and files, and --plot.
+
+ODD = """
+import os
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+W = np.linspace(0.5, 1.5, 4)
+CALLED = os.environ.get("GRADCHECK_TEST_MARK", "")
+
+
+def _problem(objective):
+    return GradientProblem(objective, {"w": W.copy()}, {"w": 2.0 * W})
+
+
+def _squares(parameters):
+    if CALLED:
+        open(CALLED, "w").close()
+    return float(np.sum(parameters["w"] ** 2))
+
+
+def masked():
+    return _problem(lambda parameters: np.ma.masked)
+
+
+def truth():
+    return _problem(lambda parameters: bool(parameters["w"][0] > 0))
+
+
+async def _awaited(parameters):
+    return 1.0
+
+
+def async_objective():
+    return _problem(_awaited)
+
+
+async def async_problem():
+    return _problem(_squares)
+
+
+def problème():
+    return _problem(_squares)
+
+
+def _moving(parameters):
+    os.chdir(os.environ["GRADCHECK_TEST_ELSEWHERE"])
+    return float(np.sum(parameters["w"] ** 2))
+
+
+def moving():
+    return _problem(_moving)
+"""
+
+
+@pytest.fixture
+def odd(tmp_path):
+    path = tmp_path / "odd.py"
+    path.write_text(textwrap.dedent(ODD))
+    return path
+
+
+@pytest.mark.parametrize(
+    "function, returned",
+    [
+        ("masked", "numpy.ma.masked, a missing value"),
+        ("truth", "bool True, a truth value"),
+        ("async_objective", "a coroutine: make the objective a plain def, not async def"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_7_an_odd_value_from_the_objective_is_one_line(odd, command, function, returned):
+    result = _run(command, f"{odd}:{function}")
+    message = f"Error: center function evaluation must return one real number, got {returned}\n"
+    assert (result.returncode, result.stdout, result.stderr.decode()) == (2, b"", message)
+
+
+@posix_only
+def test_7_odd_problem_functions_and_files_are_one_line_each(odd, tmp_path):
+    result = _run("check", f"{odd}:async_problem")
+    message = (
+        f"Error: expected a GradientProblem or (objective, parameters, gradients) from {odd}:async_problem(), "
+        "got a coroutine: make it a plain def, not async def\n"
+    )
+    assert (result.returncode, result.stderr.decode()) == (2, message)  # and no "never awaited"
+    assert _run("check", f"{odd}:problème").returncode == 0  # a valid Unicode name
+    assert _invoke("check", f"{odd}:1st").exit_code == 2  # not a name at all
+    directory, fifo = tmp_path / "directory.py", tmp_path / "fifo.py"
+    directory.mkdir()
+    os.mkfifo(fifo)
+    for path, kind in ((directory, "a directory"), (fifo, "a FIFO"), ("/dev/null", "a device")):
+        result = _invoke("check", f"{path}:problem")
+        assert (result.exit_code, result.stderr) == (
+            2,
+            f"Error: problem file {path} is {kind}, not a Python source file\n",
+        )
+
+
+def test_7_plot_is_resolved_at_the_start_and_checked_before_the_work(odd, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
+    start.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(start)
+    monkeypatch.setenv("GRADCHECK_TEST_ELSEWHERE", str(elsewhere))
+    result = _invoke("taylor", f"{odd}:moving", "--plot", "plot.svg")
+    assert (result.exit_code, result.stderr) == (0, "wrote plot.svg\n")
+    assert (start / "plot.svg").exists() and not (elsewhere / "plot.svg").exists()
+    monkeypatch.chdir(start)
+    called = tmp_path / "called"
+    monkeypatch.setenv("GRADCHECK_TEST_MARK", str(called))
+    result = _invoke("taylor", f"{odd}:problème", "--plot", "missing/plot.svg")
+    message = "Error: --plot file 'missing/plot.svg' cannot be written: No such file or directory\n"
+    assert (result.exit_code, result.stderr) == (2, message)
+    assert not called.exists()  # refused before the problem's objective ran at all

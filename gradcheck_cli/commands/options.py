@@ -8,9 +8,11 @@ them.
 """
 
 import contextlib
+import errno
 import math
 import os
 import sys
+from typing import NamedTuple
 
 import click
 
@@ -399,8 +401,16 @@ def problem_argument(command):
     return click.argument("problem", metavar="PROBLEM")(command)
 
 
+class PlotTarget(NamedTuple):
+    """A ``--plot`` file: as the user named it, and resolved against the starting directory."""
+
+    shown: str
+    absolute: str
+
+
 def plot_target(path):
-    """Validate ``--plot FILE`` before any work: a .png or .svg name, and matplotlib installed."""
+    """Validate ``--plot FILE`` before any work: a .png or .svg name, matplotlib installed, and a file
+    that can be written, resolved now (an objective that changes directory does not move it)."""
     if path is None:
         return None
     import importlib.util
@@ -410,14 +420,24 @@ def plot_target(path):
     plot_format(path)
     if importlib.util.find_spec("matplotlib") is None:
         raise PlottingUnavailable()
-    return path
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if os.path.isdir(absolute):
+        reason = errno.EISDIR
+    elif not os.path.isdir(directory):
+        reason = errno.ENOENT
+    elif not os.access(absolute if os.path.exists(absolute) else directory, os.W_OK):
+        reason = errno.EACCES
+    else:
+        return PlotTarget(path, absolute)
+    raise InputFileError(option="--plot", path=path, problem=f"cannot be written: {os.strerror(reason)}")
 
 
 def draw_plot(draw, path, *arguments, **keywords) -> None:
-    """Call a :mod:`plotting` function that writes ``path``; a file that cannot be written is bad input."""
+    """Call a :mod:`plotting` function that writes ``path`` (a PlotTarget); a file that cannot be written is bad input."""
     try:
-        draw(*arguments, path, **keywords)
+        draw(*arguments, path.absolute, **keywords)
     except OSError as error:
         problem = f"cannot be written: {error.strerror or error}"
-        raise InputFileError(option="--plot", path=path, problem=problem) from None
-    click.echo(f"wrote {path}", err=True)
+        raise InputFileError(option="--plot", path=path.shown, problem=problem) from None
+    click.echo(f"wrote {path.shown}", err=True)
