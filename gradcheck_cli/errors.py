@@ -870,7 +870,7 @@ class WorkerProbeDiffers(GradCheckError):
             f"parameter {self.parameter!r} at coordinate {rust_list(self.coordinate)}: f at θ{'−' if self.side == 'minus' else '+'}h "
             f"is {rust_debug(self.worker)} in a worker process and {rust_debug(self.here)} in this one, so the "
             "workers' objective differs from this process's (a module edited since, a file or an environment "
-            "variable read differently); check with jobs=1 (--jobs 1)"
+            "variable read differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)"
         )
 
 

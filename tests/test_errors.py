@@ -230,7 +230,7 @@ EXAMPLES = [
         errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
         "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
         "objective differs from this process's (a module edited since, a file or an environment variable read "
-        "differently); check with jobs=1 (--jobs 1)",
+        "differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)",
     ),
     (
         errors.ObjectiveInMain(jobs=2, name="objective"),
