@@ -20,6 +20,7 @@ SCRIPTS = (
     "evaluations.py",
     "scale.py",
     "million.py",
+    "memory.py",
     "parameters.py",
     "jobs.py",
     "peers.py",

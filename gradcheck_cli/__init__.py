@@ -49,7 +49,10 @@ _LAZY_MODULES = {
     ),
     **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
     **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
-    **dict.fromkeys(("CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned"), "cli_errors"),
+    **dict.fromkeys(
+        ("CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned", "UserCodeRaised", "OutOfMemory"),
+        "cli_errors",
+    ),
 }
 
 __all__ = [

@@ -100,6 +100,7 @@ from .tensors import (
     element_count,
     finite_point,
     parameter_and_gradient,
+    plain_view,
     probing_objective,
     write_back,
 )
@@ -400,6 +401,7 @@ class _Objective:
     def __init__(self, objective: Callable, parameters: Mapping, checked: dict):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
         self.checked = checked
+        self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
         self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
 
     def __call__(self, _parameters=None):
@@ -426,7 +428,7 @@ class _Objective:
         for name, array in checked:
             if not array.flags.writeable:
                 raise ArrayMadeReadOnly(role="parameters")
-            if self.parameters.get(name) is not array:
+            if self.parameters.get(name) is not self.entries[name]:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
             if not same_array_bits(array, self.snapshots[name]):
                 write_back(array, Ellipsis, self.snapshots[name])
@@ -1099,6 +1101,7 @@ def _plan_parameter(
     name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler
 ) -> _PlannedParameter:
     dtype, gradient = parameter_and_gradient(array, gradient)
+    array = plain_view(array)
     reject_non_finite(array, gradient)
     selection, requested, offsets = _selection(array.shape, gradient, samples, listed, sampler)
 

@@ -32,11 +32,12 @@ A new subcommand is a module of a handful of lines, ``commands/cube.py``::
 and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
 """
 
+import _signal
+import contextlib
 import functools
 import importlib
 import io
 import itertools
-import os
 import sys
 from typing import NamedTuple
 
@@ -56,6 +57,8 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_OUTPUT_FAILED",
     "OutputFailed",
+    "Interrupted",
+    "ENDING_SIGNALS",
     "CommandLineError",
     "Report",
     "exit_status",
@@ -73,6 +76,20 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 #: sysexits.h's EX_IOERR: stdout cannot be written (a full disk, ``>&-``); neither a verdict nor a defect.
 EXIT_OUTPUT_FAILED = 74
+
+
+#: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
+#: status 128 + N. (_signal, loaded already: the public module's enums cost every command start-up.)
+ENDING_SIGNALS = {getattr(_signal, name): name for name in render.ENDING_SIGNAL_NAMES if hasattr(_signal, name)}
+
+
+class Interrupted(KeyboardInterrupt):
+    """One of :data:`ENDING_SIGNALS` arrived: the run ends as Ctrl-C ends it, every array restored."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+        self.signal_name = ENDING_SIGNALS[signal_number]
 
 
 class OutputFailed(Exception):
@@ -103,7 +120,8 @@ def exit_status(outcome) -> int:
     - 2: bad input, a click usage error or a rejected request (GradCheckError);
     - 3: an internal error, a defect in gradcheck itself (never 1, which would
       read as a verdict on the user's gradient);
-    - 130: interrupted (Ctrl-C);
+    - 130: interrupted (Ctrl-C); 128 + N for the other signals that end a run the same way
+      (SIGHUP 129, SIGQUIT 131, SIGTERM 143), as a shell reports a process they killed;
     - 141: the reader of stdout went away (``gradcheck demo | head``), as a
       shell reports a process killed by SIGPIPE;
     - 74: stdout cannot be written (``>/dev/full``, ``>&-``): sysexits.h's
@@ -115,6 +133,8 @@ def exit_status(outcome) -> int:
         return EXIT_OUTPUT_FAILED
     if isinstance(outcome, (GradCheckError, click.ClickException)):
         return EXIT_BAD_INPUT
+    if isinstance(outcome, Interrupted):
+        return 128 + outcome.signal_number
     if isinstance(outcome, (KeyboardInterrupt, click.Abort)):
         return EXIT_INTERRUPTED
     if isinstance(outcome, BaseException):
@@ -196,7 +216,7 @@ def run(output_format: str, compute) -> None:
         ctx.exit(exit_status(error))
     except KeyboardInterrupt as interrupt:
         # Caught here rather than by click, which would print an empty line first.
-        render.write_interrupted()
+        render.write_interrupted(interrupt)
         ctx.exit(exit_status(interrupt))
     if rest is None:
         render.emit(text)
@@ -248,34 +268,22 @@ def deliver(text, stream, status: int) -> int:
                 render.emit(piece, stream)
         return status
     except BrokenPipeError as closed:
-        _silence_stdout(stream)
+        render.silence(stream)
         return exit_status(closed)
     except KeyboardInterrupt as interrupt:
-        render.write_interrupted()
+        render.write_interrupted(interrupt)
         return exit_status(interrupt)
     except OSError as error:
-        _silence_stdout(stream)
+        render.silence(stream)
         return _report_output_failure(error)
 
 
 def _report_output_failure(error: OSError) -> int:
     reason = error.strerror or str(error) or type(error).__name__
-    click.echo(f"Error: cannot write the results to stdout: {reason}", err=True)
+    render.write_line(f"Error: cannot write the results to stdout: {reason}")
     failed = OutputFailed(reason)
     failed.__cause__ = error
     return exit_status(failed)
-
-
-def _silence_stdout(stream) -> None:
-    """Point stdout's descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
-    try:
-        descriptor = stream.fileno()  # not CliRunner's stream, which has none
-    except (AttributeError, OSError, ValueError):
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    if null != descriptor:
-        os.dup2(null, descriptor)
-        os.close(null)
 
 
 def _format_in_words(words) -> str:
@@ -346,7 +354,8 @@ class GradcheckGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         words = list(sys.argv[1:] if args is None else args)
-        status = self._main(words, prog_name, complete_var, **extra)
+        with _ending_signals(after=_ignored if standalone_mode else None):
+            status = self._main(words, prog_name, complete_var, **extra)
         if standalone_mode:
             sys.exit(status)
         return status
@@ -362,8 +371,8 @@ class GradcheckGroup(click.Group):
             status = self._invoke(words, prog_name, complete_var, **extra)
         finally:
             sys.stdout = stdout
-        if status in (EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED):
-            return status  # a defect or Ctrl-C: whatever was held is not a result
+        if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in ENDING_SIGNALS}:
+            return status  # a defect or a signal: whatever was held is not a result
         return deliver(held.getvalue(), stdout, status)
 
     def _invoke(self, words, prog_name, complete_var, **extra) -> int:
@@ -372,7 +381,7 @@ class GradcheckGroup(click.Group):
         except click.ClickException as error:
             return _report_click_error(error, words)
         except (click.Abort, KeyboardInterrupt) as interrupt:
-            render.write_interrupted()
+            render.write_interrupted(interrupt)
             return exit_status(interrupt)
         except SystemExit:
             raise
@@ -380,8 +389,41 @@ class GradcheckGroup(click.Group):
             return _report_defect(error)
 
 
+def _ignored(signal_number, frame) -> None:
+    """A signal after the run's first one, or once its status is decided: the run is ending anyway."""
+
+
+@contextlib.contextmanager
+def _ending_signals(after=None):
+    """Each of :data:`ENDING_SIGNALS` raises :class:`Interrupted` in the main thread, the first time.
+
+    Whatever was running unwinds as from Ctrl-C (every probe restored, the workers stopped); a
+    second signal meanwhile is ignored, so the clean-up is not cut short. A signal that was
+    ignored when gradcheck started (``nohup``, a background job's SIGINT) stays ignored. On
+    leaving, the signals get ``after``, or the handlers they had.
+    """
+
+    def interrupt(signal_number, frame):
+        for number in handled:
+            _signal.signal(number, _ignored)
+        raise Interrupted(signal_number)
+
+    handled = {number: _signal.getsignal(number) for number in ENDING_SIGNALS}
+    handled = {number: previous for number, previous in handled.items() if previous != _signal.SIG_IGN}
+    try:
+        for number in handled:
+            _signal.signal(number, interrupt)
+    except ValueError:  # not the main thread, where only the interpreter's own handlers run
+        handled = {}
+    try:
+        yield
+    finally:
+        for number, previous in handled.items():
+            _signal.signal(number, previous if after is None else after)
+
+
 def _report_defect(error: BaseException) -> int:
-    click.echo(f"Error: internal error in gradcheck: {exception_line(error)}", err=True)
+    render.write_line(f"Error: internal error in gradcheck: {exception_line(error)}")
     return exit_status(error)
 
 
@@ -434,8 +476,9 @@ SUBCOMMANDS = {
         "wrong candidate and failing scan steps are demonstrations); 1 when a candidate you "
         "supplied with --analytic fails, or your problem fails check or taylor; 2 for bad "
         "input, with one line on stderr; 3 for an internal error in gradcheck; 74 when stdout "
-        "cannot be written (a full disk, a closed descriptor); 130 when interrupted; 141 when the "
-        "reader of stdout goes away."
+        "cannot be written (a full disk, a closed descriptor); 130 when interrupted (Ctrl-C), "
+        "128 + N for signal N (SIGHUP 129, SIGQUIT 131, SIGTERM 143); 141 when the reader of "
+        "stdout goes away."
     ),
 )
 @click.version_option(__version__, "--version", prog_name="gradcheck", message="%(prog)s %(version)s")

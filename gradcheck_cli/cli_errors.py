@@ -2,7 +2,14 @@
 
 from .errors import GradCheckError
 
-__all__ = ["CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned"]
+__all__ = [
+    "CommandLineError",
+    "InputFileError",
+    "ObjectiveRaised",
+    "ObjectiveReturned",
+    "UserCodeRaised",
+    "OutOfMemory",
+]
 
 
 class CommandLineError(GradCheckError):
@@ -39,3 +46,25 @@ class ObjectiveReturned(GradCheckError):
 
     def describe(self):
         return f"the objective of {self.reference}: {self.source}"
+
+
+class UserCodeRaised(GradCheckError):
+    """The user's own code beside the objective (a mapping's or an array's method) raised during a check."""
+
+    fields = ("reference", "error")
+
+    def describe(self):
+        return f"the code of {self.reference} raised {self.error}"
+
+
+class OutOfMemory(GradCheckError):
+    """gradcheck's own working arrays for the user's problem did not fit in memory."""
+
+    fields = ("reference", "parameter", "elements", "dtype", "size")
+
+    def describe(self):
+        return (
+            f"not enough memory for gradcheck's working arrays of {self.reference}: its largest parameter "
+            f"{self.parameter!r} holds {self.elements} {self.dtype} elements ({self.size}), and a check needs a "
+            "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
+        )

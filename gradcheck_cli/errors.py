@@ -31,6 +31,7 @@ __all__ = [
     "NotAnArray",
     "UnsupportedDtype",
     "ReadOnlyArray",
+    "SelfOverlappingArray",
     "InvalidLogits",
     "InvalidTargets",
     "AtCoordinate",
@@ -61,6 +62,7 @@ __all__ = [
     "AtParameter",
     "InvalidProblemReference",
     "ProblemFileNotFound",
+    "ProblemNotAFile",
     "ProblemModuleNotFound",
     "ProblemImportFailed",
     "ProblemFunctionNotFound",
@@ -74,6 +76,8 @@ __all__ = [
     "UnpicklableProblem",
     "WorkerProblemDiffers",
     "WorkerDied",
+    "WorkerProbeDiffers",
+    "ObjectiveInMain",
 ]
 
 
@@ -124,21 +128,34 @@ def _rebuild(cls, values):
 def user_frames(error: BaseException) -> list:
     """The traceback entries of ``error`` in the user's own files: not gradcheck's, the standard
     library's or an installed package's."""
+    return [frame for frame, owner in _frame_owners(error) if owner == "user"]
+
+
+def raised_in_users_code(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error`` that is gradcheck's or the user's is the user's: their
+    mapping's or array's method raised (maybe through numpy), not gradcheck's code called by theirs."""
+    owners = [owner for _, owner in _frame_owners(error) if owner != "library"]
+    return bool(owners) and owners[-1] == "user"
+
+
+def _frame_owners(error: BaseException) -> list:
+    """``(frame, owner)`` for each traceback entry, owner "gradcheck", "library" or "user"."""
     import os
     import sysconfig
     import traceback
 
     here = os.path.dirname(os.path.abspath(__file__))
     libraries = {os.path.abspath(sysconfig.get_paths()[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    frames = []
+    owners = []
     for frame in traceback.extract_tb(error.__traceback__):
         path = os.path.abspath(frame.filename)
-        if path.startswith(here + os.sep) or any(path.startswith(root + os.sep) for root in libraries):
-            continue
-        if frame.filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
-            continue
-        frames.append(frame)
-    return frames
+        if path.startswith(here + os.sep):
+            owners.append((frame, "gradcheck"))
+        elif frame.filename.startswith("<") or any(path.startswith(root + os.sep) for root in libraries):
+            owners.append((frame, "library"))  # <frozen importlib._bootstrap>, <string> too
+        else:
+            owners.append((frame, "user"))
+    return owners
 
 
 def user_location(error: BaseException) -> str:
@@ -382,6 +399,18 @@ class ReadOnlyArray(GradCheckError):
 
     def describe(self):
         return f"{self.role} array is read-only; the check perturbs it in place and restores it"
+
+
+class SelfOverlappingArray(GradCheckError):
+    """Two elements of the parameter array share memory (a zero or too small stride)."""
+
+    fields = ("role", "strides")
+
+    def describe(self):
+        return (
+            f"{self.role} array has elements that share memory (strides {rust_list(self.strides)}, an as_strided "
+            "or broadcast view): perturbing one would perturb others; pass a copy (np.array(...))"
+        )
 
 
 class InvalidLogits(GradCheckError):
@@ -671,6 +700,15 @@ class ProblemFileNotFound(GradCheckError):
         return f"problem file {self.path} does not exist"
 
 
+class ProblemNotAFile(GradCheckError):
+    """The problem file named exists but is no regular file: a directory, a FIFO, a device."""
+
+    fields = ("path", "file_type")
+
+    def describe(self):
+        return f"problem file {self.path} is {self.file_type}, not a Python source file"
+
+
 class ProblemModuleNotFound(GradCheckError):
     """The problem module does not exist."""
 
@@ -813,4 +851,31 @@ class WorkerDied(GradCheckError):
         return (
             f"a worker process of the check with jobs={self.jobs} {self.problem}; every array is restored: "
             "check with jobs=1 (--jobs 1) to see the failure in this process"
+        )
+
+
+class WorkerProbeDiffers(GradCheckError):
+    """A worker's probe, made again in this process, gave another value: the workers' objective differs."""
+
+    fields = ("parameter", "coordinate", "side", "worker", "here")
+
+    def describe(self):
+        return (
+            f"parameter {self.parameter!r} at coordinate {rust_list(self.coordinate)}: f at θ{'−' if self.side == 'minus' else '+'}h "
+            f"is {rust_debug(self.worker)} in a worker process and {rust_debug(self.here)} in this one, so the "
+            "workers' objective differs from this process's (a module edited since, a file or an environment "
+            "variable read differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)"
+        )
+
+
+class ObjectiveInMain(GradCheckError):
+    """With jobs ≥ 2, the objective is defined in a ``__main__`` that the worker processes cannot import."""
+
+    fields = ("jobs", "name")
+
+    def describe(self):
+        return (
+            f"jobs={self.jobs} runs the objective {self.name} in worker processes, which import it by its module, "
+            "but it is defined in the __main__ of python -c, standard input or a notebook, which they cannot "
+            "import; define it in a module file and import it from there, or check with jobs=1"
         )

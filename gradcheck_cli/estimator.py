@@ -8,6 +8,7 @@ computer actually stored, fl(θ−h) and fl(θ+h), never the requested h.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -265,6 +266,9 @@ def real_scalar(side: str, value) -> float:
     subclass), or a 0-d complex array. ``float()`` of the numpy ones would
     quietly keep the real part.
     """
+    refused = _not_a_number(value)
+    if refused is not None:
+        raise NonScalarEvaluation(side=side, returned=refused)
     try:
         shape = getattr(value, "shape", ())
         if shape == () and not (isinstance(value, (str, bytes)) or _is_complex(value)):
@@ -277,6 +281,20 @@ def real_scalar(side: str, value) -> float:
     except Exception as error:  # the user's value: its __float__ or .shape raised
         described = f"{type(value).__name__} whose conversion to float raised {type(error).__name__}"
     raise NonScalarEvaluation(side=side, returned=described)
+
+
+def _not_a_number(value) -> str | None:
+    """What ``value`` is when float() would take it but it is no number: a truth value (Python's or
+    numpy's bool, a 0-d bool array), or numpy.ma.masked, of which float() warns and makes NaN."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
+        return f"{type(value).__name__} {value!r}, a truth value"
+    if type(value).__name__ == "coroutine":  # closed, so that it is not also "never awaited"
+        value.close()
+        return "a coroutine: make the objective a plain def, not async def"
+    masked_arrays = sys.modules.get("numpy.ma")  # nobody has a masked value before numpy.ma is imported
+    if masked_arrays is not None and masked_arrays.is_masked(value) and getattr(value, "shape", ()) == ():
+        return "numpy.ma.masked, a missing value"
+    return None
 
 
 def _is_complex(value) -> bool:

@@ -39,8 +39,10 @@ from .errors import (
     AtParameter,
     GradCheckError,
     InvalidArgument,
+    ObjectiveInMain,
     UnpicklableProblem,
     WorkerDied,
+    WorkerProbeDiffers,
     WorkerProblemDiffers,
     exception_line,
     user_location,
@@ -48,6 +50,7 @@ from .errors import (
 )
 from .estimator import evaluated_value
 from .formatting import rust_debug, short_repr
+from .records import same_bits
 from .sweep import ProbeColumns, probe_values
 
 __all__ = [
@@ -119,12 +122,25 @@ def workers_for(jobs, objective, parameters) -> Workers | None:
     count = worker_count(jobs)
     if count == 1:
         return None
+    if not isinstance(objective, ByReference):
+        _reject_unimportable_main(objective, count)
     try:
         problem = pickle.dumps(objective.reference if isinstance(objective, ByReference) else (objective, parameters))
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
     digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
     return Workers(count, problem, digests)
+
+
+def _reject_unimportable_main(objective, count: int) -> None:
+    """ObjectiveInMain for an objective of ``__main__`` when that has no file a worker could import
+    (``python -c``, standard input, a notebook): pickle would succeed, and every worker fail."""
+    import sys
+
+    module = getattr(objective, "__module__", None) or type(objective).__module__
+    if module == "__main__" and not os.path.isfile(getattr(sys.modules.get("__main__"), "__file__", None) or ""):
+        name = getattr(objective, "__qualname__", None) or type(objective).__qualname__
+        raise ObjectiveInMain(jobs=count, name=name)
 
 
 def array_digest(array) -> str | None:
@@ -222,6 +238,7 @@ class _Pool:
                 chunk_minus, chunk_plus, error = future.result()
             if error is not None:
                 raise AtParameter(parameter=planned.name, source=error) from error
+            _verify(planned, start, chunk_minus[0], chunk_plus[0], counted)
             minus += chunk_minus
             plus += chunk_plus
             counted.calls += 2 * (stop - start)
@@ -272,20 +289,53 @@ class _Pool:
         return f"was killed by signal {name}"
 
     def stop(self) -> None:
-        """Stop the workers: terminated unless every chunk is done, and joined either way."""
+        """Stop the workers: terminated unless every chunk is done (or a signal cuts the wait for idle
+        ones short), and joined either way."""
         if self.executor is None:
             return
         processes = self._started()
-        if not all(future.done() for parameter in self.futures for future in parameter):
-            self.executor.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.join(timeout=5.0)
-                if process.exitcode is None:  # the objective's code handles SIGTERM: no more time
-                    process.kill()
-                    process.join()
+        if all(future.done() for parameter in self.futures for future in parameter):
+            try:
+                self.executor.shutdown(wait=True)
+                return
+            except BaseException:
+                self._terminate(processes)
+                raise
+        self._terminate(processes)
+
+    def _terminate(self, processes: list) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=5.0)
+            if process.exitcode is None:  # the objective's code handles SIGTERM: no more time
+                process.kill()
+                process.join()
         self.executor.shutdown(wait=True)
+
+
+def _verify(planned, start: int, minus: float, plus: float, counted) -> None:
+    """Coordinate ``start`` (a chunk's first) probed again here, uncounted: a worker's two values must
+    be this process's bit for bit, or the workers run another objective (WorkerProbeDiffers)."""
+    here_minus, here_plus = [], []
+    try:
+        probe_values(
+            planned.array,
+            planned.columns,
+            start,
+            start + 1,
+            counted.objective,
+            counted.parameters,
+            here_minus,
+            here_plus,
+        )
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+    for side, worker, here in (("minus", minus, here_minus[0]), ("plus", plus, here_plus[0])):
+        if not same_bits(worker, here):
+            coordinate = [int(position) for position in planned.columns.coordinate(start)]
+            raise WorkerProbeDiffers(parameter=planned.name, coordinate=coordinate, side=side, worker=worker, here=here)
 
 
 def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
@@ -301,13 +351,19 @@ def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
     )
 
 
+#: What a terminal or a supervisor sends to stop a run: the parent handles them (the command line
+#: ends as on Ctrl-C) and stops its workers, which ignore all but SIGTERM, the parent's own stop.
+_HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)}
+
+
 @contextlib.contextmanager
 def _interrupts_held():
-    """SIGINT blocked in this thread meanwhile (a worker started now inherits the mask), where POSIX can."""
+    """The ending signals blocked in this thread meanwhile (a worker started now inherits the mask), where
+    POSIX can: one arriving while the pool is being built is handled once it is built."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
     try:
         yield
     finally:
@@ -326,10 +382,12 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
     The ``checked`` arrays are watched as the serial check watches them. A failure is kept, and
     raised by every task."""
     if threading.current_thread() is threading.main_thread():  # a pool's worker (a cluster's may be a thread)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for number in _HELD_SIGNALS - {signal.SIGTERM}:
+            signal.signal(number, signal.SIG_IGN)
         if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
         _whole_lines()
+        _end_with_parent()
     try:
         loaded = pickle.loads(problem)
         if isinstance(loaded, tuple):
@@ -340,6 +398,8 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
 
             found = load_problem(loaded.text, loaded.adapt)
             objective, parameters = found.objective, found.parameters
+        for value in parameters.values():
+            _made_private(value)
         for name, digest in digests.items():
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
@@ -362,6 +422,64 @@ def _whole_lines() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(line_buffering=True, write_through=False)
+
+
+#: mmap's MAP_FIXED (Linux and the BSDs, macOS included), which Python's mmap module does not export.
+_MAP_FIXED = 0x10
+
+
+def _mapped(array) -> bool:
+    """Whether ``array``'s memory is an mmap (np.memmap, a SharedMemory buffer): shared with a file or
+    other processes, the other workers among them."""
+    import mmap
+
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return False
+
+
+def _made_private(array) -> None:
+    """A memory-mapped ``array`` given this worker's own copy of its pages, at the same addresses (the
+    problem's objects keep pointing at it): the probes of every worker stay out of the file and out of
+    each other's way, as the serial check's probes are alone in it. POSIX only."""
+    if not isinstance(array, np.ndarray) or array.size == 0 or os.name != "posix" or not _mapped(array):
+        return
+    import ctypes
+    import mmap
+
+    from .tensors import byte_bounds
+
+    low, high = byte_bounds(array)
+    start = low - low % mmap.PAGESIZE
+    length = -(-(high - start) // mmap.PAGESIZE) * mmap.PAGESIZE
+    pages = ctypes.string_at(start, length)
+    remap = ctypes.CDLL(None, use_errno=True).mmap
+    remap.restype = ctypes.c_void_p
+    remap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED
+    if remap(start, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) != start:
+        raise OSError(ctypes.get_errno(), "cannot give a memory-mapped parameter a private copy in a worker")
+    ctypes.memmove(start, pages, length)
+
+
+def _end_with_parent() -> None:
+    """End this worker the moment its parent process ends, however it ended (SIGKILL included): a
+    thread waits on the pipe from the parent, which reads end-of-file once the parent is gone."""
+    import multiprocessing
+    import multiprocessing.connection
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch():
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gradcheck-parent", daemon=True).start()
 
 
 def _probe_chunk(name: str, columns: ProbeColumns) -> tuple:

@@ -14,6 +14,7 @@ import dataclasses
 import heapq
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -42,12 +43,14 @@ from .errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
+    ProblemNotAFile,
     SharedParameterMemory,
     UnknownParameter,
     exception_line,
     user_location,
 )
 from .formatting import short_repr
+from .tensors import byte_bounds as _byte_bounds
 from .tensors import parameter_and_gradient
 
 __all__ = [
@@ -286,11 +289,6 @@ def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
             raise AtCoordinate(coordinate=list(index), source=source)
 
 
-try:  # numpy >= 2.0
-    from numpy.lib.array_utils import byte_bounds as _byte_bounds
-except ImportError:  # numpy < 2.0
-    _byte_bounds = np.byte_bounds
-
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)
 
 
@@ -330,7 +328,7 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
     if _names_a_file(source):
         path = Path(source)
         if not path.is_file():
-            raise ProblemFileNotFound(path=source)
+            _reject_missing_file(source, path)
         search_path = str(path.resolve().parent)
     else:
         search_path = directory
@@ -343,7 +341,12 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
             raise NotCallable(role=reference, type_name=type(function).__name__)
         try:
             returned = function()
-        except KeyboardInterrupt:
+            if inspect.iscoroutine(returned):  # closed, so that it is not also "never awaited"
+                returned.close()
+                raise NotAProblem(
+                    reference=f"{reference}()", returned="a coroutine: make it a plain def, not async def"
+                )
+        except (KeyboardInterrupt, NotAProblem):
             raise
         except BaseException as error:  # SystemExit, GeneratorExit, the user's own BaseException subclasses
             raise ProblemFunctionRaised(
@@ -355,14 +358,27 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
     return dataclasses.replace(problem, reference=ProblemReference(reference, adapt, directory))
 
 
-_REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+_REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>\w+)$")  # \w: a Unicode name (problème) too
 
 
 def _split_reference(reference) -> tuple:
     match = _REFERENCE.match(reference) if isinstance(reference, str) else None
-    if match is None:
+    if match is None or not match["function"].isidentifier():
         raise InvalidProblemReference(reference=str(reference))
     return match["source"], match["function"]
+
+
+def _reject_missing_file(source: str, path: Path) -> None:
+    """ProblemFileNotFound, or ProblemNotAFile for a directory, a FIFO or a device by that name."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise ProblemFileNotFound(path=source) from None
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    kind = next((name for test, name in kinds if test(mode)), "a device")
+    raise ProblemNotAFile(path=source, file_type=kind)
 
 
 def _names_a_file(source: str) -> bool:

@@ -302,9 +302,13 @@ def emit(text: str, stream=None) -> None:
             view = view[os.write(descriptor, view) :]
 
 
+#: The signals that end a run as Ctrl-C does (cli.py handles them), where the platform has them.
+ENDING_SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+
 @contextlib.contextmanager
 def _interruption_deferred():
-    """Hold Ctrl-C back while the results are written: stdout gets them whole, or nothing at all.
+    """Hold Ctrl-C (and the other ending signals) back while the results are written: stdout gets them whole, or nothing at all.
 
     The interruption is delivered once the write is done. Ctrl-C reaches the
     reader too (one process group), so a reader that stops reading still
@@ -318,11 +322,12 @@ def _interruption_deferred():
     if mask is None:
         yield
         return
-    mask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    ending = {getattr(_signal, name) for name in ENDING_SIGNAL_NAMES if hasattr(_signal, name)}
+    mask(_signal.SIG_BLOCK, ending)
     try:
         yield
     finally:
-        mask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+        mask(_signal.SIG_UNBLOCK, ending)
 
 
 #: The codec error handler that spells in ASCII what an output encoding cannot hold.
@@ -396,10 +401,8 @@ def error_line(error) -> str:
 
 def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
     """Report a rejected request: one line on stderr, and ``{"error": to_dict()}`` for JSON."""
-    stderr = sys.stderr if stderr is None else stderr
     document = json_text({"error": error}) if output_format == "json" else None
-    stderr.write(error_line(error) + "\n")
-    stderr.flush()
+    write_line(error_line(error), stderr)
     if document is not None:
         emit(document, stdout)
 
@@ -408,9 +411,36 @@ def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
 INTERRUPTED = "Error: interrupted"
 
 
-def write_interrupted(stderr=None) -> None:
-    """Report Ctrl-C: one line on stderr; stdout gets nothing, not even a partial result."""
-    (sys.stderr if stderr is None else stderr).write(INTERRUPTED + "\n")
+def write_interrupted(interrupt=None, stderr=None) -> None:
+    """Report Ctrl-C, or the signal that ended the run as Ctrl-C does (its ``signal_name``): one line on
+    stderr; stdout gets nothing, not even a partial result."""
+    name = getattr(interrupt, "signal_name", "SIGINT")
+    line = INTERRUPTED if name == "SIGINT" else f"{INTERRUPTED} by {name}"
+    write_line(line, stderr)
+
+
+def write_line(line: str, stderr=None) -> None:
+    """Write one message line to stderr. A stderr that is closed (``2>&-``) or full (``2>/dev/full``)
+    is pointed at /dev/null instead of failing: the JSON error still reaches stdout, the exit status
+    stays the one the outcome decides, and the interpreter's last flush cannot fail either."""
+    stream = sys.stderr if stderr is None else stderr
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (AttributeError, OSError, ValueError):  # None, a full disk, a closed descriptor
+        silence(stream)
+
+
+def silence(stream) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so the interpreter's final flush cannot fail again."""
+    try:
+        descriptor = stream.fileno()  # not CliRunner's stream, which has none
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != descriptor:
+        os.dup2(null, descriptor)
+        os.close(null)
 
 
 # ------------------------------------------------------------- text lines
@@ -850,8 +880,9 @@ def rejected(errors: Mapping[str, Exception], labels: Mapping[str, str] = None) 
 def check(report, verbose: bool = False) -> Section:
     """A GradientCheckReport: a line per parameter with its diagnosis and the coordinates that did not
     pass, then purity and the verdict; ``verbose``: the step advice and every coordinate's records."""
-    lines = (lambda: _check_lines(report)) if verbose else (lambda: _short_check_lines(report))
-    return Section("check", report, lines, lambda: _tables().check(report))
+    shown = _check_with_shown_names(report)
+    lines = (lambda: _check_lines(shown)) if verbose else (lambda: _short_check_lines(shown))
+    return Section("check", report, lines, lambda: _tables().check(shown))
 
 
 def step_advice(advice, key: str = "advice", title: str = "Step advice") -> Section:
@@ -876,4 +907,42 @@ def schema_document(name: str, document: dict) -> Section:
 
 def taylor(result, verbose: bool = False) -> Section:
     """A TaylorResult: the setting, every step's remainder, the fit and the verdict."""
-    return Section("taylor", result, lambda: _taylor_lines(result, verbose), lambda: _tables().taylor(result))
+    shown = _taylor_with_shown_names(result)
+    return Section("taylor", result, lambda: _taylor_lines(shown, verbose), lambda: _tables().taylor(shown))
+
+
+def shown_name(name: str) -> str:
+    """A parameter's name as text and tables show it: as given when it is printable one-line text, else
+    its repr (``'a\\nb'``), so that a name cannot break one fact per line or send a terminal escapes."""
+    return name if name.isprintable() else repr(name)
+
+
+def _check_with_shown_names(report):
+    """``report`` with every parameter name as :func:`shown_name` shows it (JSON keeps the names as given)."""
+    if all(name.isprintable() for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
+        return report
+    parameters = tuple(
+        dataclasses.replace(parameter, name=shown_name(parameter.name)) for parameter in report.parameters
+    )
+    advice = report.step_advice
+    if advice is not None:
+        records = tuple(dataclasses.replace(record, name=shown_name(record.name)) for record in advice.parameters)
+        steps = {shown_name(name): step for name, step in advice.steps.items()}
+        advice = dataclasses.replace(advice, steps=steps, parameters=records)
+    failing = tuple(map(shown_name, report.failing_parameters))
+    return dataclasses.replace(report, parameters=parameters, failing_parameters=failing, step_advice=advice)
+
+
+def _taylor_with_shown_names(result):
+    """``result`` with every parameter name as :func:`shown_name` shows it."""
+    if all(name.isprintable() for name in result.parameters):
+        return result
+    localization = tuple(
+        dataclasses.replace(test, parameters=tuple(map(shown_name, test.parameters))) for test in result.localization
+    )
+    return dataclasses.replace(
+        result,
+        parameters=tuple(map(shown_name, result.parameters)),
+        failing_parameters=tuple(map(shown_name, result.failing_parameters)),
+        localization=localization,
+    )

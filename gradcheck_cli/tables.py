@@ -37,6 +37,22 @@ __all__ = [
 PIPE_WIDTH = 120
 
 
+#: The narrowest width a table is drawn at: ``COLUMNS=0`` (what ``tput cols`` gives outside a
+#: terminal) or a tiny terminal gets PIPE_WIDTH instead of nothing.
+MIN_WIDTH = 40
+
+
+def table_width(stream, isatty: bool) -> int:
+    """$COLUMNS, else a terminal's own width, else PIPE_WIDTH; PIPE_WIDTH too for one below MIN_WIDTH."""
+    import shutil
+
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if isatty else PIPE_WIDTH
+    return width if width >= MIN_WIDTH else PIPE_WIDTH
+
+
 def console(stream, file=None):
     """A rich console for ``stream``: its width and colour, writing to ``file`` (``stream`` by default)."""
     from rich.console import Console
@@ -44,10 +60,9 @@ def console(stream, file=None):
     # rich drops colour by itself for NO_COLOR and for a stdout that is not a
     # terminal; a terminal's own width (or $COLUMNS) still wins.
     isatty = getattr(stream, "isatty", lambda: False)()
-    width = None if isatty or os.environ.get("COLUMNS") else PIPE_WIDTH
     return Console(
         file=stream if file is None else file,
-        width=width,
+        width=table_width(stream, isatty),
         force_terminal=isatty,
         highlight=False,
         emoji=False,
@@ -479,7 +494,8 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        console = Console(file=self.stream, highlight=False, emoji=False, markup=False)
+        width = table_width(self.stream, True)
+        console = Console(file=self.stream, width=width, highlight=False, emoji=False, markup=False)
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -27,6 +27,7 @@ from .errors import (
     InvalidArgument,
     NonFiniteEvaluation,
     NotAMapping,
+    ParameterChanged,
     UnsupportedDtype,
     ZeroDirection,
 )
@@ -35,7 +36,7 @@ from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .splitmix import MASK64, splitmix64, splitmix64_array
-from .tensors import write_back
+from .tensors import plain_view, write_back
 
 __all__ = [
     "PASS_ORDER",
@@ -427,7 +428,8 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
 
     Every moved parameter is written back bit-exactly after every call and on every path.
     """
-    arrays = {name: problem.parameters[name] for name in names}
+    entries = {name: problem.parameters[name] for name in names}
+    arrays = {name: plain_view(entry) for name, entry in entries.items()}
     saved = {name: np.array(array, copy=True) for name, array in arrays.items()}
     origin = {name: array.astype(np.float64) for name, array in arrays.items()}
     parameter_epsilon = max(probe_dtype(array.dtype).epsilon for array in arrays.values())
@@ -442,7 +444,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
         center = real_scalar("center", returned)
         if not math.isfinite(center):
             raise NonFiniteEvaluation(side="center", value=center)
-        _still_writable(arrays)
+        _unchanged(problem.parameters, entries, arrays)
         epsilon = max(parameter_epsilon, _value_epsilon(returned))
         for step in steps:
             moved, deltas, norm, state = _displacement(arrays, origin, unit, step)
@@ -458,15 +460,20 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 raise
             if not restore():
                 raise ArrayMadeReadOnly(role="parameters")
+            _unchanged(problem.parameters, entries, arrays)
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
         final = real_scalar("center", problem.objective(problem.parameters))
-        _still_writable(arrays)
+        _unchanged(problem.parameters, entries, arrays)
     finally:
         restore()
     return center, final, epsilon, points
 
 
-def _still_writable(arrays: Mapping) -> None:
+def _unchanged(parameters: Mapping, entries: dict, arrays: dict) -> None:
+    """Every moved parameter still the object given (as ``check`` requires) and writable."""
+    for name, entry in entries.items():
+        if parameters.get(name) is not entry:
+            raise ParameterChanged(parameter=name, change="replaced or removed")
     if not all(array.flags.writeable for array in arrays.values()):
         raise ArrayMadeReadOnly(role="parameters")
 

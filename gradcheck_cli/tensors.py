@@ -15,6 +15,7 @@ pieces, so that they validate and probe identically:
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .errors import (
     NonFinitePoint,
     NotAnArray,
     ReadOnlyArray,
+    SelfOverlappingArray,
     UnsupportedDtype,
 )
 from .estimator import (
@@ -61,6 +63,10 @@ __all__ = [
     "coordinate_from_offset",
     "sample_tensor_coordinates",
     "parameter_and_gradient",
+    "byte_bounds",
+    "plain_view",
+    "strides_may_overlap",
+    "writable_memory",
     "plan_coordinates",
     "probe_coordinate",
     "probing_objective",
@@ -106,13 +112,26 @@ class PlannedCoordinate(Record):
     geometry: ProbeGeometry | None
 
 
+try:  # numpy >= 2.0
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2.0
+    byte_bounds = np.byte_bounds
+
+
 def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
-    """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error."""
+    """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error.
+
+    Writable means the flag and the memory under it (a view made over read-only pages, as torch
+    makes of a read-only mmap, would be a segmentation fault at the first probe); and no two
+    elements may share memory (a zero stride), since a probe of one would move the other.
+    """
     if not isinstance(parameters, np.ndarray):
         raise NotAnArray(role=role, type_name=_type_name(parameters))
     dtype = probe_dtype(parameters.dtype, role=role)
-    if not parameters.flags.writeable:
+    if not (parameters.flags.writeable and writable_memory(parameters)):
         raise ReadOnlyArray(role=role)
+    if strides_may_overlap(parameters.shape, parameters.strides, parameters.itemsize):
+        raise SelfOverlappingArray(role=role, strides=list(parameters.strides))
     reject_masked(parameters, role)
     return dtype
 
@@ -122,6 +141,47 @@ def _type_name(value) -> str:
     if isinstance(value, np.generic):
         return f"the numpy scalar {value!r}, which cannot be probed in place: np.array({value.item()!r}) is a 0-d array that can"
     return type(value).__name__
+
+
+def plain_view(array: np.ndarray) -> np.ndarray:
+    """``array`` as a plain ndarray over the same memory: an np.matrix's ``*`` is not elementwise."""
+    return array if type(array) is np.ndarray else np.ndarray.view(array, np.ndarray)
+
+
+def strides_may_overlap(shape, strides, itemsize: int) -> bool:
+    """Whether two elements may share memory: each |stride| must exceed the span of the smaller ones."""
+    if 0 in tuple(shape):  # no elements at all
+        return False
+    span = itemsize - 1
+    for stride, _size in sorted((abs(stride), size) for size, stride in zip(shape, strides) if size > 1):
+        if stride <= span:
+            return True
+        span += (_size - 1) * stride
+    return False
+
+
+def writable_memory(array: np.ndarray) -> bool:
+    """Whether this process may write the memory under ``array`` (its first and last byte's pages).
+
+    The kernel is asked to write each byte's own value there from a pipe, which fails with
+    EFAULT on a read-only page instead of faulting; POSIX only (elsewhere: True).
+    """
+    if os.name != "posix" or array.size == 0:
+        return True
+    import ctypes
+
+    low, high = byte_bounds(array)
+    write = ctypes.CDLL(None, use_errno=True).read
+    reading, writing = os.pipe()
+    try:
+        for address in {low, high - 1}:
+            os.write(writing, ctypes.string_at(address, 1))
+            if write(reading, ctypes.c_void_p(address), ctypes.c_size_t(1)) != 1:
+                return False
+    finally:
+        os.close(reading)
+        os.close(writing)
+    return True
 
 
 def reject_masked(array: np.ndarray, role: str) -> None:
@@ -142,7 +202,7 @@ def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
     if not (real or gradient.dtype.name == "bfloat16"):
         raise UnsupportedDtype(role=role, dtype=str(gradient.dtype), expected="a real float64-representable dtype")
     reject_masked(gradient, role)
-    return gradient
+    return plain_view(gradient)
 
 
 def parameter_and_gradient(parameters, gradient) -> tuple:

@@ -58,6 +58,7 @@ from .errors import (
 )
 from .problem import GradientProblem, as_problem, reject_shared_memory
 from .splitmix import MASK64, splitmix64, splitmix64_array
+from .tensors import strides_may_overlap, writable_memory
 
 try:
     import torch  # absolute: the real torch, not this module
@@ -446,8 +447,12 @@ def _probe_view(name: str, tensor) -> np.ndarray:
             "would perturb others; pass a .clone()"
         )
         raise UnsupportedTensor(tensor=name, problem=problem)
+    view = _memory_view(name, tensor)
+    if not writable_memory(view):  # torch has no read-only tensors: a write there is a segmentation fault
+        problem = "is over read-only memory (a read-only mmap, np.load(..., mmap_mode='r')): pass a .clone()"
+        raise UnsupportedTensor(tensor=name, problem=problem)
     if tensor.dtype != torch.bfloat16:
-        return _memory_view(name, tensor)
+        return view
     try:
         ml_dtypes = importlib.import_module("ml_dtypes")
     except ImportError:
@@ -471,10 +476,5 @@ def _memory_view(name: str, tensor) -> np.ndarray:
 
 
 def _may_overlap_itself(tensor) -> bool:
-    """Whether two elements may share memory: each stride must exceed the span of the smaller ones."""
-    span = 0
-    for stride, size in sorted((stride, size) for size, stride in zip(tensor.shape, tensor.stride()) if size > 1):
-        if stride <= span:
-            return True
-        span += (size - 1) * stride
-    return False
+    """Whether two elements may share memory (strides in elements)."""
+    return strides_may_overlap(tensor.shape, tensor.stride(), 1)

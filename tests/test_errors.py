@@ -155,6 +155,18 @@ EXAMPLES = [
         "the objective of model.py:problem: center function evaluation returned NaN",
     ),
     (
+        cli_errors.UserCodeRaised(reference="model.py:problem", error="RuntimeError: backward failed"),
+        "the code of model.py:problem raised RuntimeError: backward failed",
+    ),
+    (
+        cli_errors.OutOfMemory(
+            reference="model.py:problem", parameter="w", elements=10, dtype="float32", size="0.0 MiB"
+        ),
+        "not enough memory for gradcheck's working arrays of model.py:problem: its largest parameter 'w' holds 10 "
+        "float32 elements (0.0 MiB), and a check needs a few copies of it; check fewer coordinates (--samples), or "
+        "on a machine with more memory",
+    ),
+    (
         errors.TorchUnavailable(),
         "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
         "gradcheck (or pip install 'gradcheck-cli[torch]')",
@@ -215,6 +227,27 @@ EXAMPLES = [
         errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV"),
         "a worker process of the check with jobs=4 was killed by signal SIGSEGV; every array is restored: "
         "check with jobs=1 (--jobs 1) to see the failure in this process",
+    ),
+    (
+        errors.ProblemNotAFile(path="models", file_type="a directory"),
+        "problem file models is a directory, not a Python source file",
+    ),
+    (
+        errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
+        "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
+        "objective differs from this process's (a module edited since, a file or an environment variable read "
+        "differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)",
+    ),
+    (
+        errors.ObjectiveInMain(jobs=2, name="objective"),
+        "jobs=2 runs the objective objective in worker processes, which import it by its module, but it is defined "
+        "in the __main__ of python -c, standard input or a notebook, which they cannot import; define it in a module "
+        "file and import it from there, or check with jobs=1",
+    ),
+    (
+        errors.SelfOverlappingArray(role="parameters", strides=[0, 8]),
+        "parameters array has elements that share memory (strides [0, 8], an as_strided or broadcast view): "
+        "perturbing one would perturb others; pass a copy (np.array(...))",
     ),
     (
         errors.CollapsedStep(side="minus", point=1e150, step=0.1, smallest_step=9.085484053695086e133),

@@ -1017,6 +1017,9 @@ def test_a_defect_in_gradcheck_is_not_blamed_on_the_users_objective(monkeypatch)
         problem.objective(problem.parameters)  # the user's objective runs fine
         raise AttributeError("'float' object has no attribute 'astype'")
 
+    # A defect of gradcheck's is raised in gradcheck's own files: an exception raised in the user's
+    # files (a mapping's method, say) is the user's, status 2.
+    broken.__code__ = broken.__code__.replace(co_filename=gradcheck_cli.taylor.__file__)
     monkeypatch.setattr(gradcheck_cli.taylor, "taylor_test", broken)
     result = invoke(["taylor", "fixtures/golden/inputs/portable.py:problem"])
     assert result.exit_code == EXIT_INTERNAL_ERROR

@@ -8,13 +8,15 @@ them.
 """
 
 import contextlib
+import errno
 import math
 import os
 import sys
+from typing import NamedTuple
 
 import click
 
-from ..cli_errors import InputFileError, ObjectiveRaised, ObjectiveReturned
+from ..cli_errors import InputFileError, ObjectiveRaised, ObjectiveReturned, OutOfMemory, UserCodeRaised
 from ..errors import (
     AtCoordinate,
     AtParameter,
@@ -25,6 +27,7 @@ from ..errors import (
     ProblemFunctionRaised,
     ProblemImportFailed,
     exception_line,
+    raised_in_users_code,
     raised_in_worker,
     user_location,
     user_traceback,
@@ -126,9 +129,11 @@ def load_array(path: str, option: str):
 
     try:
         with open(path, "rb") as file:
-            raw = file.read()
+            raw = _bounded_read(file, option, path)
     except OSError as error:
         raise InputFileError(option=option, path=path, problem=f"cannot be read: {error.strerror}") from None
+    except MemoryError:
+        raise InputFileError(option=option, path=path, problem="is too large for memory") from None
     if not raw.strip():
         raise InputFileError(option=option, path=path, problem="is empty")
     if raw.startswith(b"\x93NUMPY"):
@@ -159,6 +164,37 @@ def load_array(path: str, option: str):
         return array.astype(np.float64)
     except MemoryError:
         raise InputFileError(option=option, path=path, problem="is too large for memory as float64") from None
+
+
+#: The most bytes an input file may hold: its reading is bounded, so /dev/zero or a FIFO that never
+#: ends is one line, not the machine's memory.
+INPUT_LIMIT = 1 << 30
+#: The bytes a JSON text can begin with.
+_JSON_STARTS = {bytes([byte]) for byte in b'[{"-0123456789tfn'}
+
+
+def _bounded_read(file, option: str, path: str) -> bytes:
+    """The file's bytes, at most INPUT_LIMIT; refused at its first bytes when they are neither .npy nor JSON."""
+    import json
+
+    first = file.read(1 << 16)
+    start = first.lstrip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe")[:1]  # JSON in UTF-8, -16 or -32, a BOM or not
+    if first.strip() and not first.startswith(b"\x93NUMPY") and start not in _JSON_STARTS:
+        try:
+            json.loads(first)  # for its message, which the whole file would give too
+        except ValueError as error:
+            raise InputFileError(
+                option=option, path=path, problem=f"is neither a .npy array nor JSON: {error}"
+            ) from None
+    pieces, size = [first], len(first)
+    while pieces[-1] and size <= INPUT_LIMIT:
+        pieces.append(file.read(min(1 << 24, INPUT_LIMIT + 1 - size)))
+        size += len(pieces[-1])
+    if size > INPUT_LIMIT:
+        raise InputFileError(
+            option=option, path=path, problem=f"holds more than {INPUT_LIMIT} bytes, the most gradcheck reads"
+        )
+    return b"".join(pieces)
 
 
 def _check_npy_header(raw: bytes, option: str, path: str) -> None:
@@ -222,23 +258,28 @@ def user_problem(reference: str, traceback: bool = False):
 
         return call
 
-    with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr():
+    problem = None
+    with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr(), _numpy_errors_apart() as apart:
         try:
             problem = load_problem(reference, adapt=_torch_code)
-            yield dataclasses.replace(problem, objective=watched(problem.objective))
+            yield dataclasses.replace(problem, objective=apart(watched(problem.objective)))
         except KeyboardInterrupt:
             raise
         except BaseException as error:  # GeneratorExit and the user's own BaseException subclasses too
             in_worker = raised_in_worker(error)  # (location, traceback) as the worker saw them
-            users = (raised and error is raised[-1] or in_worker is not None) and not isinstance(error, GradCheckError)
+            objectives = raised and error is raised[-1] or in_worker is not None
+            users = (objectives or raised_in_users_code(error)) and not isinstance(error, GradCheckError)
             cause = error if users else error.__cause__ if isinstance(error, _USER_RAISED) else None
             if traceback and cause is not None:
                 sys.stderr.write(user_traceback(cause) if in_worker is None else in_worker[1])
             if users:
                 location = user_location(error) if in_worker is None else in_worker[0]
-                raise ObjectiveRaised(reference=reference, error=exception_line(error) + location) from error
+                blamed = ObjectiveRaised if objectives else UserCodeRaised
+                raise blamed(reference=reference, error=exception_line(error) + location) from error
             if _returned_unusable(error):
                 raise ObjectiveReturned(reference=reference, source=error) from error
+            if isinstance(error, MemoryError) and problem is not None:
+                raise _out_of_memory(reference, problem) from error
             raise
 
 
@@ -247,6 +288,44 @@ def _returned_unusable(error) -> bool:
     while isinstance(error, (AtParameter, AtCoordinate)):
         error = error.source
     return isinstance(error, (NonFiniteEvaluation, NonScalarEvaluation))
+
+
+def _out_of_memory(reference: str, problem) -> OutOfMemory:
+    """OutOfMemory naming ``problem``'s largest parameter array."""
+    import numpy as np
+
+    arrays = [(name, value) for name, value in problem.parameters.items() if isinstance(value, np.ndarray)]
+    name, array = max(arrays, key=lambda item: item[1].nbytes, default=("", np.empty(0)))
+    size = f"{array.nbytes / 2**20:.1f} MiB"
+    return OutOfMemory(reference=reference, parameter=name, elements=int(array.size), dtype=str(array.dtype), size=size)
+
+
+@contextlib.contextmanager
+def _numpy_errors_apart():
+    """gradcheck's arithmetic under numpy's default error handling, whatever the user's module set
+    (``np.seterr(all="raise")`` at import): the user's objective still runs under the user's own.
+    Yields the wrapper that gives the objective its state back; numpy's state is gradcheck's again after."""
+    import numpy as np
+
+    ours = np.geterr()
+    users = {}
+
+    def apart(objective):
+        users.update(np.geterr())
+        if users == ours:
+            return objective
+        np.seterr(**ours)
+
+        def call(parameters):
+            with np.errstate(**users):
+                return objective(parameters)
+
+        return call
+
+    try:
+        yield apart
+    finally:
+        np.seterr(**ours)
 
 
 @contextlib.contextmanager
@@ -301,7 +380,8 @@ def _torch_code(returned, reference: str):
         raise
     except BaseException as error:  # the user's function or loss, in the analytic pass
         error_line = exception_line(error) + user_location(error)
-        raise ObjectiveRaised(reference=reference.removesuffix("()"), error=error_line) from error
+        blamed = ObjectiveRaised if isinstance(returned, (tuple, list)) and len(returned) == 2 else UserCodeRaised
+        raise blamed(reference=reference.removesuffix("()"), error=error_line) from error
 
 
 PROBLEM_HELP = (
@@ -346,8 +426,16 @@ def _problem_given(ctx, param, value):
     return value
 
 
+class PlotTarget(NamedTuple):
+    """A ``--plot`` file: as the user named it, and resolved against the starting directory."""
+
+    shown: str
+    absolute: str
+
+
 def plot_target(path):
-    """Validate ``--plot FILE`` before any work: a .png or .svg name, and matplotlib installed."""
+    """Validate ``--plot FILE`` before any work: a .png or .svg name, matplotlib installed, and a file
+    that can be written, resolved now (an objective that changes directory does not move it)."""
     if path is None:
         return None
     import importlib.util
@@ -357,14 +445,24 @@ def plot_target(path):
     plot_format(path)
     if importlib.util.find_spec("matplotlib") is None:
         raise PlottingUnavailable()
-    return path
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if os.path.isdir(absolute):
+        reason = errno.EISDIR
+    elif not os.path.isdir(directory):
+        reason = errno.ENOENT
+    elif not os.access(absolute if os.path.exists(absolute) else directory, os.W_OK):
+        reason = errno.EACCES
+    else:
+        return PlotTarget(path, absolute)
+    raise InputFileError(option="--plot", path=path, problem=f"cannot be written: {os.strerror(reason)}")
 
 
 def draw_plot(draw, path, *arguments, **keywords) -> None:
-    """Call a :mod:`plotting` function that writes ``path``; a file that cannot be written is bad input."""
+    """Call a :mod:`plotting` function that writes ``path`` (a PlotTarget); a file that cannot be written is bad input."""
     try:
-        draw(*arguments, path, **keywords)
+        draw(*arguments, path.absolute, **keywords)
     except OSError as error:
         problem = f"cannot be written: {error.strerror or error}"
-        raise InputFileError(option="--plot", path=path, problem=problem) from None
-    click.echo(f"wrote {path}", err=True)
+        raise InputFileError(option="--plot", path=path.shown, problem=problem) from None
+    click.echo(f"wrote {path.shown}", err=True)
