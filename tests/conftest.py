@@ -12,11 +12,18 @@ settings.register_profile("gradcheck", deadline=None, print_blob=True)
 settings.load_profile("gradcheck")
 os.environ.setdefault("NO_COLOR", "1")
 
-# A shell that starts pytest in the background (and some CI runners) ignores SIGINT, and an ignored
-# signal stays ignored in every process started from here: the Ctrl-C tests' commands could not be
-# interrupted. With Python's own handler here, every child starts with SIGINT at its default.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+def _still_ignored(number, frame):
+    """A signal this run was started ignoring (a shell's background job ignores SIGINT, nohup SIGHUP)."""
+
+
+# An ignored signal stays ignored in every process started from here, so the tests that send one to a
+# child could not end it. A handler of our own keeps it ignored here, and is reset to the default in
+# every child (a caught signal does not survive exec, an ignored one does).
+for _name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGQUIT"):
+    _number = getattr(signal, _name, None)
+    if _number is not None and signal.getsignal(_number) is signal.SIG_IGN:
+        signal.signal(_number, _still_ignored)
 
 
 @pytest.fixture(autouse=True)

@@ -694,7 +694,7 @@ def odd(tmp_path):
 @pytest.mark.parametrize("command", ["check", "taylor"])
 def test_7_an_odd_value_from_the_objective_is_one_line(odd, command, function, returned):
     result = _run(command, f"{odd}:{function}")
-    message = f"Error: center function evaluation must return one real number, got {returned}\n"
+    message = f"Error: the objective of {odd}:{function}: center function evaluation must return one real number, got {returned}\n"
     assert (result.returncode, result.stdout, result.stderr.decode()) == (2, b"", message)
 
 

@@ -256,3 +256,13 @@ def test_docs_json_md_is_generated_from_the_schemas():
 def test_the_diagnosis_kinds_are_the_codes():
     definition = schemas.raw("report")["$defs"]["diagnosis"]["properties"]["kind"]
     assert definition["enum"] == list(diagnosis.KINDS)
+
+
+def test_the_verdicts_are_the_judges():
+    """A coordinate and a directional test can each be a suspected kink; a parameter and the report cannot."""
+    report = schemas.raw("report")
+    verdicts = [judge.PASSED, judge.FAILED, judge.INCONCLUSIVE]
+    assert report["properties"]["verdict"]["enum"] == verdicts
+    assert report["$defs"]["parameter"]["properties"]["verdict"]["enum"] == verdicts
+    for name in ("coordinate_check", "directional"):
+        assert report["$defs"][name]["properties"]["verdict"]["enum"] == [*verdicts, judge.KINK]
