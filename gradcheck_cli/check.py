@@ -845,6 +845,7 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         directional,
         np.asarray(planned.gradient, dtype=np.float64),
         _directional_gap(item, directional, planned.tolerance),
+        checks.verdict_count(INCONCLUSIVE),
     )
     if diagnosis is None and verdict != PASSED and _unchanged(item, center, directional):
         diagnosis = unchanged_diagnosis(planned.name, planned.dtype.name)

@@ -56,7 +56,10 @@ def _common_ratio(estimates: Sequence) -> float | None:
         return None
     ratios = [estimate.analytic / estimate.numerical for estimate in precise]
     median = statistics.median(ratios)
-    if all(abs(ratio - median) <= RATIO_SPREAD * max(abs(median), 1e-300) for ratio in ratios):
+    # One factor: the ratios agree within RATIO_SPREAD, and closely beside how far they are from 1
+    # (ratios of 1.0001 to 1.002 are an additive slip, not a scale).
+    spread = RATIO_SPREAD * min(abs(median), abs(median - 1.0))
+    if all(abs(ratio - median) <= max(spread, 1e-300) for ratio in ratios):
         common = median
     elif all(abs(ratio) <= RATIO_SPREAD for ratio in ratios):
         common = 0.0
@@ -70,11 +73,12 @@ def _common_ratio(estimates: Sequence) -> float | None:
 
 
 def _nice(factor: float) -> float:
-    """An integer or 1/integer the factor is within 1e-3 of, else the factor to 4 significant digits."""
+    """An integer or 1/integer other than 1 the factor is within 1e-3 of, else the factor to 4
+    significant digits of its distance from 1 (1.001, not 1: a factor of 1 is no bug)."""
     for value in (round(factor), 1 / round(1 / factor) if abs(factor) < 1 and factor != 0 else None):
-        if value and abs(factor - value) <= 1e-3 * abs(factor):
+        if value and value != 1 and abs(factor - value) <= 1e-3 * abs(factor):
             return float(value)
-    return float(f"{factor:.4g}")
+    return 1.0 + float(f"{factor - 1.0:.4g}") if abs(factor - 1.0) < 0.5 else float(f"{factor:.4g}")
 
 
 def _scale_message(factor: float) -> str:
@@ -88,6 +92,8 @@ def _scale_message(factor: float) -> str:
         causes = f"a mean where a sum belongs, or an extra 1/{inverse} (a batch or sequence length of {inverse})"
         if factor == 0.5:
             causes = "a missing ×2 from a squared term (d(x²) = 2x), or " + causes
+    elif abs(factor - 1) < 0.05:
+        causes = "a constant a little off (an approximated function, an ε, a truncated constant)"
     else:
         causes = "a constant factor (a scale, a temperature, a weight) applied twice or not at all"
     return f"analytic = {text} × numerical at every failing coordinate: {causes}"
@@ -180,7 +186,12 @@ def _transposed(failing: list, gradient: np.ndarray) -> bool:
 
 
 def diagnose_parameter(
-    failing: Sequence, passing: list, directional, gradient: np.ndarray, gap: DirectionalGap | None = None
+    failing: Sequence,
+    passing: list,
+    directional,
+    gradient: np.ndarray,
+    gap: DirectionalGap | None = None,
+    inconclusive: int = 0,
 ) -> Diagnosis | None:
     """The Diagnosis of one parameter's failed CoordinateChecks and DirectionalCheck; None when
     nothing failed.
@@ -189,7 +200,8 @@ def diagnose_parameter(
     numerical value (numpy columns, see ``CoordinateChecks.passing_index_columns``).
     ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
     mirrored entries from it). ``gap``: a failed directional test's gap, which a "localized"
-    diagnosis must explain (else it says where the parameter fails at least).
+    diagnosis must explain (else it says where the parameter fails at least). ``inconclusive``:
+    how many of the parameter's coordinates were inconclusive (then the rest is not evidenced right).
     """
     failing = list(failing)
     if not failing:
@@ -213,6 +225,14 @@ def diagnose_parameter(
         )
     confined = _confined(failing, passing, gradient.ndim)
     where = None if confined is None else confined[0]
+    if where is not None and inconclusive:
+        return Diagnosis(
+            kind="unexplained",
+            factor=None,
+            where=where,
+            message=f"{where} fails at least, and {inconclusive} coordinate{'s were' if inconclusive > 1 else ' was'} "
+            "inconclusive: the rest is not shown right (check more coordinates, or at another step)",
+        )
     if where is not None and not _evidenced(failing, confined, ratio, gradient, directional, gap):
         return Diagnosis(
             kind="unexplained",

@@ -246,3 +246,35 @@ def test_a_factor_is_read_from_the_coordinates_the_estimate_resolves():
     assert check_gradients(objective, {"x": x}, {"x": gradient}).passed
     diagnosis = check_gradients(objective, {"x": x}, {"x": 2 * gradient}).parameter("x").diagnosis
     assert (diagnosis.kind, diagnosis.factor) == ("scale", 2.0)
+
+
+def test_a_small_additive_error_is_not_called_a_scale():
+    # W's gradient off by +1e-4 everywhere: the ratios are 1.0001 to 1.002, within 1 % of each other
+    # but not one factor; and a factor that rounds to 1 is no scale bug at all.
+    made = problem()
+    shifted = dict(made.gradients, W=made.gradients["W"] + 1e-4)
+    diagnosis = check_gradients(made.objective, made.parameters, shifted).parameter("W").diagnosis
+    assert diagnosis.kind != "scale" and "×1:" not in diagnosis.message and diagnosis.factor != 1.0
+
+
+def test_a_uniform_factor_close_to_one_keeps_its_digits():
+    made = problem()
+    scaled = dict(made.gradients, W=made.gradients["W"] * 1.001)
+    diagnosis = check_gradients(made.objective, made.parameters, scaled).parameter("W").diagnosis
+    assert (diagnosis.kind, diagnosis.factor) == ("scale", 1.001)
+    assert "1.001 × numerical" in diagnosis.message
+
+
+def test_one_failing_coordinate_is_not_localized_while_others_are_inconclusive():
+    # The diagnosis says "only [i, j] fails and the rest passes" only when the rest did pass.
+    from gradcheck_cli.diagnosis import diagnose_parameter
+
+    made = problem("one_row")
+    report = check_gradients(made.objective, made.parameters, made.gradients)
+    parameter = report.parameter("W")
+    failed = parameter.checks.failed()
+    assert parameter.diagnosis.kind == "localized"
+    arguments = (failed, parameter.checks.passing_index_columns(), parameter.directional, made.gradients["W"])
+    diagnosis = diagnose_parameter(*arguments, inconclusive=3)
+    assert diagnosis.kind == "unexplained" and diagnosis.where == parameter.diagnosis.where
+    assert "3 coordinates were inconclusive" in diagnosis.message and "only" not in diagnosis.message
