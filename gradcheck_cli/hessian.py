@@ -29,11 +29,17 @@ from .judge import (
     step_estimate,
     with_step_sensitivity,
 )
-from .problem import reject_shared_memory, selected_names
+from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
 from .tensors import write_back
 
-__all__ = ["HessianComponent", "HessianParameterCheck", "HessianVectorReport", "check_hessian_vector_product"]
+__all__ = [
+    "HessianComponent",
+    "HessianParameterCheck",
+    "HessianVectorReport",
+    "check_hessian_vector_product",
+    "hessian_problem",
+]
 
 #: Components kept per parameter in ``unpassed`` (the counts cover them all).
 KEPT_COMPONENTS = 20
@@ -177,6 +183,38 @@ def check_hessian_vector_product(
         gradient_calls=1 + 2 * len(probes),
         hvp_calls=len(probes),
     )
+
+
+def hessian_problem(
+    gradient: Callable[[Mapping[str, np.ndarray]], Mapping],
+    hvp: Callable[[Mapping[str, np.ndarray]], Mapping],
+    parameters: Mapping[str, np.ndarray],
+    *,
+    direction: Mapping[str, np.ndarray] | None = None,
+    seed: int = DEFAULT_SEED,
+) -> GradientProblem:
+    """The Hessian-vector product as a first-order problem: objective ⟨v, ∇f(θ)⟩, gradient ``hvp(v)``.
+
+    A Hessian is symmetric, so ∇⟨v, ∇f⟩ = H·v: ``check_problem`` of this problem checks ``hvp``
+    as a gradient, and ``taylor_test`` of it is the directional Taylor test of the Hessian term
+    (its remainder is second order for a right ``hvp``, first order for a wrong one). Arguments as
+    :func:`check_hessian_vector_product`'s; ``hvp`` is called once, here.
+    """
+    for role, function in (("gradient", gradient), ("hvp", hvp)):
+        if not callable(function):
+            raise NotCallable(role=role, type_name=type(function).__name__)
+    names = selected_names(parameters, parameters)
+    origins = {name: np.asarray(parameters[name]) for name in names}
+    if direction is None:
+        direction = {name: tangent(origins[name], index, seed) for index, name in enumerate(names)}
+    v = {name: _direction_array(direction, name, origins[name].shape) for name in names}
+    products = _read(hvp(v), names, origins, "hvp")
+
+    def objective(arrays):
+        values = _read(gradient(arrays), names, origins, "gradient")
+        return sum(float(np.sum(values[name] * v[name])) for name in names)
+
+    return GradientProblem(objective, parameters, products)
 
 
 def _probed_dtype(name: str, array):

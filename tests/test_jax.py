@@ -58,6 +58,18 @@ def scaled_sine(factor):
     return sine
 
 
+def stopped_sine():
+    """sin whose custom_vjp backward is right in value but not differentiable correctly: cos(stop_gradient(x))
+    loses the second derivative −sin(x)·g, so the second order fails at x and the first passes."""
+
+    @jax.custom_vjp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (jnp.cos(jax.lax.stop_gradient(x)) * g,))
+    return sine
+
+
 def matvec(transposed):
     """W @ x with a custom_vjp; the wrong backward returns ∂/∂W transposed, outer(x, g) for outer(g, x)."""
 
@@ -196,13 +208,7 @@ def test_nothing_of_the_users_is_modified():
 
 
 def test_order_2_checks_the_vjp_of_the_vjp():
-    # A backward right in value but not differentiable correctly: cos(stop_gradient(x)) loses the second
-    # derivative −sin(x)·g, so the second order fails at x, and the first passes.
-    @jax.custom_vjp
-    def sine(x):
-        return jnp.sin(x)
-
-    sine.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (jnp.cos(jax.lax.stop_gradient(x)) * g,))
+    sine = stopped_sine()
     x = points((6,), "float64")
     assert check_function(sine, x).passed
     assert check_function(scaled_sine(1.0), x, order=2).passed
@@ -288,3 +294,14 @@ def test_the_package_imports_without_jax_and_names_the_install():
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.startswith("JaxUnavailable gradcheck_cli.jax needs jax, which is not installed: pip install")
+
+
+def test_the_directional_taylor_test_of_the_second_order_term():
+    from gradcheck_cli import taylor_test
+
+    sine = stopped_sine()
+    x = points((6,), "float64")
+    # ⟨v, g(x + tΔ)⟩ − ⟨v, g(x)⟩ − t·⟨H v, Δ⟩: second order with the right H, first order without it.
+    assert taylor_test(function_problem(scaled_sine(1.0), x, order=2)).verdict == "pass"
+    result = taylor_test(function_problem(sine, x, order=2))
+    assert result.verdict == "fail" and result.reason == "first order"

@@ -743,3 +743,13 @@ def test_an_unknown_order_or_mode_is_refused():
     x = torch.ones(2, dtype=torch.float64, requires_grad=True)
     with pytest.raises(InvalidTorchCall, match="order=2, mode='forward'"):
         check_function(torch.sin, (x,), order=2, mode="forward")
+
+
+def test_the_directional_taylor_test_of_the_double_backward():
+    from gradcheck_cli import taylor_test
+    from gradcheck_cli.torch import double_backward_problem
+
+    x = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64, requires_grad=True)
+    assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "pass"
+    result = taylor_test(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
+    assert result.verdict == "fail" and result.reason == "first order"
