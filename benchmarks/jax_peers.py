@@ -106,11 +106,23 @@ def run_case(index, name, fn, shapes, dtype) -> list:
     args = arguments(index, shapes, dtype)
     rows = []
     for mutation in MUTATIONS:
-        if not effective(fn, args, mutation):
-            continue
-        checked = mutated(fn, mutation)
-        jax.block_until_ready(jax.vjp(checked, *args))  # compiled before either checker's clock starts
         row = {"function": name, "dtype": dtype, "mutation": mutation}
+        try:
+            if not effective(fn, args, mutation):
+                continue
+            checked = mutated(fn, mutation)
+            jax.block_until_ready(jax.vjp(checked, *args))  # compiled before either checker's clock starts
+        except Exception as error:  # noqa: BLE001 (the case itself is broken: recorded, not run)
+            rows.append(
+                {
+                    **row,
+                    "gradcheck": f"error: {error!r}"[:200],
+                    "check_grads": "error: case",
+                    "gradcheck_cpu": 0.0,
+                    "check_grads_cpu": 0.0,
+                }
+            )
+            continue
         for checker, check in (("gradcheck", ours), ("check_grads", peers)):
             start = time.process_time()
             row[checker] = check(checked, args)
@@ -176,6 +188,7 @@ def main():
     for dtype in DTYPES:
         for index, (name, fn, shapes) in enumerate(listed):
             rows.extend(run_case(index, name, fn, shapes, dtype))
+            print(f"{dtype} {index + 1}/{len(listed)} {name}", file=sys.stderr, flush=True)
     print(f"{len(listed)} functions, {len(MUTATIONS) - 1} mutations of the first argument's gradient")
     for dtype in DTYPES:
         print()

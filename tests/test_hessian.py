@@ -104,3 +104,11 @@ def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, 
     # ⟨v, ∇f(θ + tΔ)⟩ − ⟨v, ∇f(θ)⟩ − t·⟨Hv, Δ⟩ is O(t²) with the right Hv (f's remainder 3), O(t) without 1/N.
     assert result.verdict == verdict and abs(result.order - order) < 0.3
     assert check_problem(hessian_problem(gradient, hessp, parameters)).passed == (not missing_mean)
+
+
+def test_the_package_exports_the_hessian_check():
+    import gradcheck_cli
+    from gradcheck_cli import hessian
+
+    assert gradcheck_cli.check_hessian_vector_product is hessian.check_hessian_vector_product
+    assert gradcheck_cli.hessian_problem is hessian.hessian_problem

@@ -272,12 +272,18 @@ def wrong():
 """
 
 
-@pytest.mark.parametrize("function, exit_code, failing", [("right", 0, []), ("wrong", 1, ["x"])])
-def test_gradcheck_check_takes_jax_code(tmp_path, function, exit_code, failing):
+@pytest.mark.parametrize(
+    "function, jobs, exit_code, failing",
+    [("right", "1", 0, []), ("wrong", "1", 1, ["x"]), ("wrong", "2", 1, ["x"])],
+    ids=["right", "wrong", "wrong-jobs-2"],
+)
+def test_gradcheck_check_takes_jax_code(tmp_path, function, jobs, exit_code, failing):
+    # A jitted closure: with --jobs 2 each worker loads the problem by its reference, no pickling of fn.
     path = tmp_path / "jax_problems.py"
     path.write_text(PROBLEMS.format(scaled_sine=inspect.getsource(scaled_sine)))
     runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
-    result = runner.invoke(main, ["check", f"{path}:{function}", "--json"], prog_name="gradcheck")
+    arguments = ["check", f"{path}:{function}", "--json", "--jobs", jobs]
+    result = runner.invoke(main, arguments, prog_name="gradcheck")
     assert result.exit_code == exit_code, result.stderr
     assert json.loads(result.stdout)["check"]["failing_parameters"] == failing
 
