@@ -213,7 +213,7 @@ def array_problem(problem: GradientProblem) -> GradientProblem:
 def jax_problem(returned, reference: str = "the problem"):
     """What a problem function returned, as a GradientProblem when it is JAX code; anything else unchanged.
 
-    ``(fn, args)`` (``args`` a tuple or list of pytrees holding a JAX array)
+    ``(fn, args)`` (``args`` a tuple or list of pytrees holding a JAX or numpy array)
     is :func:`function_problem` over every argument, and a GradientProblem or
     ``(objective, parameters, gradients)`` holding JAX arrays :func:`array_problem`.
     """
@@ -350,4 +350,5 @@ def _checked_leaf(name: str, leaf) -> np.ndarray | None:
 
 
 def _holds_an_array(args) -> bool:
-    return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(list(args)))
+    """Whether ``args`` holds a JAX array or a numpy array (both are what a JAX function takes)."""
+    return any(isinstance(leaf, (jax.Array, np.ndarray)) for leaf in jax.tree_util.tree_leaves(list(args)))

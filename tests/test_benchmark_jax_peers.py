@@ -32,7 +32,7 @@ def test_prints_a_table_per_dtype_with_both_checkers(run):
         assert f"| {dtype} | cases | gradcheck passed |" in stdout
     for label in ("correct", "×2", "sign", "transpose", "largest ×2"):
         assert f"\n| {label} | " in stdout
-    assert stdout.count("check_grads/gradcheck") == 2
+    assert stdout.count("gradcheck/check_grads") == 4
 
 
 def test_json_has_every_case_with_both_verdicts(run):
@@ -46,4 +46,5 @@ def test_json_has_every_case_with_both_verdicts(run):
             "gradcheck"
         ].startswith("error")
         assert row["check_grads"] in {"passed", "failed"} or row["check_grads"].startswith("error")
-        assert row["gradcheck_cpu"] >= 0.0 and row["check_grads_cpu"] >= 0.0
+        for run in ("cold", "warm"):
+            assert row[f"gradcheck_{run}_cpu"] >= 0.0 and row[f"check_grads_{run}_cpu"] >= 0.0

@@ -259,13 +259,14 @@ def test_a_problem_with_jax_arrays_is_checked_as_numpy():
 PROBLEMS = """
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
 {scaled_sine}
 
 def right():
-    return scaled_sine(1.0), (jnp.linspace(-1.0, 1.0, 5),)
+    return scaled_sine(1.0), (np.linspace(-1.0, 1.0, 5),)  # numpy arguments are JAX code's too
 
 def wrong():
     return jax.jit(scaled_sine(2.0)), (jnp.linspace(-1.0, 1.0, 5),)
