@@ -11,11 +11,12 @@ the point (a symmetric gradient transposed) is not counted. Two checkers run on 
 * check_grads: ``jax.test_util.check_grads(fn, args, order=1, modes=("rev",))`` at its defaults
   (a custom_vjp has no forward mode); it passes when it does not raise.
 
-A correct case that fails is a false fail; a mutated case that passes is a missed bug. Each checker
-runs twice on each case, one after the other: "cold" is the first run, which traces and compiles
-what the checker calls (after one untimed call of the function and its vjp), "warm" the second; the
-verdicts are the second run's (the same, both being deterministic). The CPU time of each checker
-over all cases is printed with their ratio, from the same run. Nothing is asserted.
+A correct case that fails is a false fail; a mutated case that passes is a missed bug. One untimed
+call of the function, its vjp and its backward compiles them first; then each checker runs twice on
+each case, one after the other: "cold" is the first run, which traces and compiles what the checker
+itself calls, "warm" the second, and the verdicts are the second run's (the same, both checkers
+being deterministic). The CPU time of each checker over all cases is printed with their ratio,
+from the same run. Nothing is asserted.
 
 Usage: python benchmarks/jax_peers.py [--limit N] [--json-out FILE]
 """
@@ -113,7 +114,8 @@ def run_case(index, name, fn, shapes, dtype) -> list:
             if not effective(fn, args, mutation):
                 continue
             checked = mutated(fn, mutation)
-            jax.block_until_ready((checked(*args), jax.vjp(checked, *args)))  # compiled before either clock starts
+            outputs, pullback = jax.vjp(checked, *args)  # compiled, with the backward, before either clock
+            jax.block_until_ready((checked(*args), pullback(jax.tree_util.tree_map(jnp.ones_like, outputs))))
         except Exception as error:  # noqa: BLE001 (the case itself is broken: recorded, not run)
             rows.append(
                 {

@@ -24,6 +24,7 @@ SCRIPTS = (
     "jobs.py",
     "peers.py",
     "torch_peers.py",
+    "jax_peers.py",
     "taylor_localization.py",
 )
 
