@@ -25,6 +25,7 @@ SCRIPTS = (
     "jobs.py",
     "peers.py",
     "torch_peers.py",
+    "jax_peers.py",
     "taylor_localization.py",
 )
 

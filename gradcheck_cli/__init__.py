@@ -48,6 +48,7 @@ _LAZY_MODULES = {
         ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice"
     ),
     **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
+    **dict.fromkeys(("check_hessian_vector_product", "hessian_problem", "HessianVectorReport"), "hessian"),
     **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
     **dict.fromkeys(
         ("CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned", "UserCodeRaised", "OutOfMemory"),

@@ -78,6 +78,10 @@ __all__ = [
     "WorkerDied",
     "WorkerProbeDiffers",
     "ObjectiveInMain",
+    "JaxUnavailable",
+    "X64Disabled",
+    "UnsupportedJaxInput",
+    "InvalidJaxCall",
 ]
 
 
@@ -879,3 +883,48 @@ class ObjectiveInMain(GradCheckError):
             "but it is defined in the __main__ of python -c, standard input or a notebook, which they cannot "
             "import; define it in a module file and import it from there, or check with jobs=1"
         )
+
+
+# gradcheck_cli.jax: JAX code checked in its own arithmetic.
+
+
+class JaxUnavailable(GradCheckError, ImportError):
+    """gradcheck_cli.jax was imported, but jax (the optional extra) is not installed."""
+
+    fields = ()
+
+    def describe(self):
+        return (
+            "gradcheck_cli.jax needs jax, which is not installed: pip install -e '.[jax]' "
+            "from a clone of gradcheck (or pip install 'gradcheck-cli[jax]'; the CPU jax is enough)"
+        )
+
+
+class X64Disabled(GradCheckError):
+    """A float64 input of a JAX function while JAX computes in float32 (x64 off, its default)."""
+
+    fields = ("input",)
+
+    def describe(self):
+        return (
+            f"input {self.input!r} is float64, but JAX computes it in float32 with x64 off (its default): "
+            "run jax.config.update('jax_enable_x64', True) first, or pass float32 inputs"
+        )
+
+
+class UnsupportedJaxInput(GradCheckError):
+    """A leaf of a JAX function's inputs that cannot be checked: its dtype or kind."""
+
+    fields = ("input", "problem")
+
+    def describe(self):
+        return f"input {self.input!r} {self.problem}"
+
+
+class InvalidJaxCall(GradCheckError):
+    """The user's JAX function returned something that cannot be checked."""
+
+    fields = ("call", "problem")
+
+    def describe(self):
+        return f"{self.call} {self.problem}"

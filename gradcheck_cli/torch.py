@@ -40,12 +40,12 @@ no element sharing memory with another, no two tensors sharing memory.
 from __future__ import annotations
 
 import importlib
-import operator
 from collections.abc import Mapping
 
 import numpy as np
 
 from .check import GradientCheckReport, check_problem
+from .cotangents import DEFAULT_SEED, cotangent
 from .errors import (
     InvalidTorchCall,
     NotAProblem,
@@ -57,7 +57,7 @@ from .errors import (
     UnsupportedTensor,
 )
 from .problem import GradientProblem, as_problem, reject_shared_memory
-from .splitmix import MASK64, splitmix64, splitmix64_array
+from .splitmix import MASK64
 from .tensors import strides_may_overlap, writable_memory
 
 try:
@@ -79,43 +79,9 @@ __all__ = [
     "assert_gradients",
 ]
 
-#: The cotangents' seed unless told otherwise.
-DEFAULT_SEED = 0
-
 _PROBED_DTYPES = {torch.float64: "float64", torch.float32: "float32", torch.bfloat16: "bfloat16"}
 # Integer dtypes of each element size, to look at any tensor's memory through numpy.
 _SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def cotangent(shape, output_index: int, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """The cotangent u of output ``output_index``: float64, odd multiples of 1/256 in [−255/256, 255/256].
-
-    Element k (row-major) is u = (2·⌊z/2⁵⁶⌋ − 255) / 256 with
-    z = splitmix64(a + k) and a = splitmix64(splitmix64(seed) XOR j), j the
-    output's position in what ``fn`` returns, all modulo 2⁶⁴
-    (:func:`~gradcheck_cli.splitmix.splitmix64`). Integer arithmetic only, so
-    the same on every platform; never zero, so every output element counts;
-    and 8 significant bits, so u is exact in float64, float32, float16 and
-    bfloat16 and autograd's vector-Jacobian product uses the very u of the
-    objective.
-
-    Parameters
-    ----------
-    shape : tuple of int
-    output_index : int
-        j ≥ 0.
-    seed : int
-        Taken modulo 2⁶⁴.
-
-    Returns
-    -------
-    np.ndarray of float64, shape ``shape``
-    """
-    key = splitmix64(splitmix64(operator.index(seed) & MASK64) ^ operator.index(output_index))
-    count = int(np.prod(shape, dtype=np.int64))
-    states = np.arange(count, dtype=np.uint64) + np.uint64(key)
-    top_byte = (splitmix64_array(states) >> np.uint64(56)).astype(np.float64)
-    return ((2.0 * top_byte - 255.0) / 256.0).reshape(shape)
 
 
 def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
@@ -149,27 +115,10 @@ def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem
         after the analytic call, for outputs that cannot be checked
         (InvalidTorchCall). Exceptions raised by ``fn`` propagate unchanged.
     """
-    if not callable(fn):
-        raise NotCallable(role="fn", type_name=type(fn).__name__)
-    named, call_text, call = _bound_inputs(fn, inputs)
-    tensors = {name: value for name, value in named.items() if isinstance(value, torch.Tensor)}
-    checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
-    if not checked:
-        raise InvalidTorchCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
-    views = _probe_views(checked, tensors)
+    named, call_text, call, checked, views = _checked_inputs(fn, inputs)
 
-    with torch.enable_grad():
-        outputs = _outputs(call(), call_text)
-        differentiable = [index for index, output in enumerate(outputs) if _differentiable(output, index, call_text)]
-        if not differentiable:
-            raise InvalidTorchCall(call=call_text, problem="returned no floating-point output that requires grad")
-        cotangents = {index: torch.from_numpy(cotangent(outputs[index].shape, index, seed)) for index in differentiable}
-        grads = torch.autograd.grad(
-            [outputs[index] for index in differentiable],
-            list(checked.values()),
-            grad_outputs=[cotangents[index].to(outputs[index].dtype) for index in differentiable],
-            allow_unused=True,
-        )
+    outputs, cotangents, grads = _vector_jacobian(call, call_text, checked, seed)
+    differentiable = list(cotangents)
     shapes = {index: outputs[index].shape for index in differentiable}
     count = len(outputs)
     del outputs
@@ -292,14 +241,27 @@ def torch_problem(returned, reference: str = "the problem"):
     return returned
 
 
-def check_function(fn, inputs, *, seed: int = DEFAULT_SEED, **options) -> GradientCheckReport:
+def check_function(
+    fn, inputs, *, seed: int = DEFAULT_SEED, order: int = 1, mode: str = "reverse", **options
+) -> GradientCheckReport:
     """Check ``fn``'s backward at ``inputs``: :func:`function_problem` checked by ``check_gradients``.
 
+    ``order=2`` checks the double backward instead (:func:`double_backward_problem`),
+    ``mode="forward"`` the forward-mode rule (:func:`forward_problem`).
     ``options`` are check_gradients' own (samples, step, tolerance, …),
     passed through unchanged, and so is its report. Every input is
     bit-identical afterwards, and no ``.grad`` is written.
     """
-    return check_problem(function_problem(fn, inputs, seed=seed), **options)
+    if (order, mode) == (1, "reverse"):
+        problem = function_problem(fn, inputs, seed=seed)
+    elif (order, mode) == (2, "reverse"):
+        problem = double_backward_problem(fn, inputs, seed=seed)
+    elif (order, mode) == (1, "forward"):
+        problem = forward_problem(fn, inputs, seed=seed)
+    else:
+        problem = f"checks order=1 or order=2 with mode='reverse', or order=1 with mode='forward', got order={order!r}, mode={mode!r}"
+        raise InvalidTorchCall(call="check_function", problem=problem)
+    return check_problem(problem, **options)
 
 
 def check_module(module, loss_fn, **options) -> GradientCheckReport:
@@ -478,3 +440,129 @@ def _memory_view(name: str, tensor) -> np.ndarray:
 def _may_overlap_itself(tensor) -> bool:
     """Whether two elements may share memory (strides in elements)."""
     return strides_may_overlap(tensor.shape, tensor.stride(), 1)
+
+
+# Second order and forward mode: check_function(..., order=2) and check_function(..., mode="forward").
+
+
+def double_backward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+    """``fn``'s double backward as a GradientProblem: the gradient of ⟨v, g⟩, g = ∇⟨u, fn(*inputs)⟩.
+
+    As torch's ``gradgradcheck`` does: g is ``torch.autograd.grad`` with the
+    cotangents u (:func:`cotangent`), v_k = cotangent(shape, k, seed + 1) for
+    the k-th checked input; the analytic side differentiates ⟨v, g⟩ through
+    ``create_graph=True``, the numerical side is ⟨v, g⟩ from g alone (no
+    graph) at the probes. A g that does not depend on the inputs
+    differentiably (a backward outside autograd) has a zero analytic
+    gradient. Arguments, names and errors as :func:`function_problem`'s.
+    """
+    named, call_text, call, checked, views = _checked_inputs(fn, inputs)
+    directions = [
+        torch.from_numpy(cotangent(tuple(tensor.shape), index, (seed + 1) & MASK64))
+        for index, tensor in enumerate(checked.values())
+    ]
+
+    _, _, grads = _vector_jacobian(call, call_text, checked, seed, create_graph=True)
+    with torch.enable_grad():
+        terms = [torch.sum(g * v.to(g.dtype)) for g, v in zip(grads, directions) if g is not None and g.requires_grad]
+        if terms:
+            second = torch.autograd.grad(sum(terms[1:], terms[0]), list(checked.values()), allow_unused=True)
+        else:
+            second = [None] * len(checked)
+    del grads, terms
+
+    def objective(_views):
+        grads = _vector_jacobian(call, call_text, checked, seed)[2]
+        return sum(
+            float(torch.sum(g.detach().to(torch.float64) * v)) for g, v in zip(grads, directions) if g is not None
+        )
+
+    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), second)}
+    return GradientProblem(objective, views, gradients)
+
+
+def forward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+    """``fn``'s forward-mode rule (a Function's ``jvp``) as a GradientProblem, one 0-d ε per checked input.
+
+    Per checked input x_k, the tangent t_k is
+    :func:`~gradcheck_cli.cotangents.tangent` (seed + 1, index k); the
+    analytic side is ⟨u, ṫ⟩ with ṫ the output tangents of ``fn`` at the dual
+    x_k + t_k·ε (``torch.autograd.forward_ad``), the numerical side
+    ε ↦ ⟨u, fn(x + ε·t_k)⟩ with x_k's storage probed in place and restored.
+    Arguments, names and errors as :func:`function_problem`'s.
+    """
+    from torch.autograd import forward_ad
+
+    from .cotangents import tangent, tangent_problem
+    from .tensors import write_back
+
+    named, call_text, call, checked, views = _checked_inputs(fn, inputs)
+    outputs, cotangents, _ = _vector_jacobian(call, call_text, checked, seed)
+    shapes = {index: tuple(outputs[index].shape) for index in cotangents}
+    del outputs
+    origins = {name: np.array(view, copy=True) for name, view in views.items()}
+    tangents = {name: tangent(origin, index, seed) for index, (name, origin) in enumerate(origins.items())}
+
+    def inner(returned, tangent_of=lambda output: output) -> float:
+        returned = _outputs(returned, call_text)
+        total = 0.0
+        for index, u in cotangents.items():
+            value = tangent_of(returned[index])
+            if value is None:
+                continue
+            if tuple(value.shape) != shapes[index]:
+                problem = f"output {index} had shape {list(shapes[index])}, then {list(value.shape)}"
+                raise InvalidTorchCall(call=call_text, problem=problem)
+            total += float(torch.sum(value.detach().to(torch.float64) * u))
+        return total
+
+    directional = {}
+    for name, tensor in checked.items():
+        with torch.no_grad(), forward_ad.dual_level():
+            t = torch.from_numpy(tangents[name]).to(tensor.dtype)
+            dual = forward_ad.make_dual(tensor.detach(), t)
+            values = [dual if key == name else value for key, value in named.items()]
+            returned = fn(**dict(zip(named, values))) if call_text == "fn(**inputs)" else fn(*values)
+            directional[name] = inner(returned, lambda output: forward_ad.unpack_dual(output).tangent)
+
+    def evaluate(points):
+        try:
+            for name, point in points.items():
+                np.ndarray.__setitem__(views[name], Ellipsis, point)
+            with torch.no_grad():
+                return inner(call())
+        finally:
+            for name in points:
+                write_back(views[name], Ellipsis, origins[name])
+
+    return tangent_problem(origins, tangents, evaluate, directional)
+
+
+def _vector_jacobian(call, call_text: str, checked: Mapping, seed: int, create_graph: bool = False) -> tuple:
+    """``(outputs, cotangents by output index, autograd's gradients of ⟨u, outputs⟩)`` at one call of ``fn``."""
+    with torch.enable_grad():
+        outputs = _outputs(call(), call_text)
+        differentiable = [index for index, output in enumerate(outputs) if _differentiable(output, index, call_text)]
+        if not differentiable:
+            raise InvalidTorchCall(call=call_text, problem="returned no floating-point output that requires grad")
+        cotangents = {index: torch.from_numpy(cotangent(outputs[index].shape, index, seed)) for index in differentiable}
+        grads = torch.autograd.grad(
+            [outputs[index] for index in differentiable],
+            list(checked.values()),
+            grad_outputs=[cotangents[index].to(outputs[index].dtype) for index in differentiable],
+            allow_unused=True,
+            create_graph=create_graph,
+        )
+    return outputs, cotangents, grads
+
+
+def _checked_inputs(fn, inputs) -> tuple:
+    """``(name → input, call text, call, name → checked tensor, name → probe view)``, before any call."""
+    if not callable(fn):
+        raise NotCallable(role="fn", type_name=type(fn).__name__)
+    named, call_text, call = _bound_inputs(fn, inputs)
+    tensors = {name: value for name, value in named.items() if isinstance(value, torch.Tensor)}
+    checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
+    if not checked:
+        raise InvalidTorchCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
+    return named, call_text, call, checked, _probe_views(checked, tensors)

@@ -190,6 +190,26 @@ EXAMPLES = [
         "fn(*inputs) must return a tensor or a tuple of tensors, got dict",
     ),
     (
+        errors.JaxUnavailable(),
+        "gradcheck_cli.jax needs jax, which is not installed: pip install -e '.[jax]' from a clone of "
+        "gradcheck (or pip install 'gradcheck-cli[jax]'; the CPU jax is enough)",
+    ),
+    (
+        errors.X64Disabled(input="params['w']"),
+        "input \"params['w']\" is float64, but JAX computes it in float32 with x64 off (its default): "
+        "run jax.config.update('jax_enable_x64', True) first, or pass float32 inputs",
+    ),
+    (
+        errors.UnsupportedJaxInput(
+            input="x", problem="has dtype float16; gradcheck probes float64, float32 and bfloat16 inputs"
+        ),
+        "input 'x' has dtype float16; gradcheck probes float64, float32 and bfloat16 inputs",
+    ),
+    (
+        errors.InvalidJaxCall(call="fn(*args)", problem="returned no floating-point output"),
+        "fn(*args) returned no floating-point output",
+    ),
+    (
         errors.AtCoordinate(coordinate=[0, 1], source=errors.NonFiniteEvaluation(side="minus", value=math.nan)),
         "gradient check at coordinate [0, 1] failed: minus function evaluation returned NaN",
     ),

@@ -696,3 +696,87 @@ def test_a_sparse_input_that_is_not_checked_is_passed_along():
     x = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
     report = check_function(lambda adjacency, x: torch.sparse.mm(adjacency, x).tanh(), (adjacency, x))
     assert report.passed and [check.name for check in report.parameters] == ["inputs[1]"]
+
+
+class Cube(torch.autograd.Function):
+    """x³ whose backward is right; with ``wrong`` it is computed from a detached x, so that its own
+    derivative (the double backward, 6x·g·v) is lost: the double backward is zero."""
+
+    @staticmethod
+    def forward(ctx, x, wrong):
+        ctx.save_for_backward(x)
+        ctx.wrong = wrong
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * (x.detach() if ctx.wrong else x) ** 2 * g, None
+
+
+class Sine(torch.autograd.Function):
+    """sin with a forward-mode rule; with ``wrong`` the rule's sign is flipped (−cos x·t)."""
+
+    @staticmethod
+    def forward(x, wrong):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+        ctx.wrong = inputs[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.cos(x) * g, None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        (x,) = ctx.saved_tensors
+        return (-1.0 if ctx.wrong else 1.0) * torch.cos(x) * t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_order_2_fails_a_backward_that_is_right_but_not_differentiable_correctly(dtype):
+    x = torch.linspace(-1.0, 2.0, 7, dtype=dtype, requires_grad=True)
+    y = torch.linspace(0.5, 1.5, 7, dtype=dtype, requires_grad=True)
+    before = snapshot([x, y])
+    for wrong in (False, True):
+        assert check_function(lambda x, y: Cube.apply(x, wrong) * y, (x, y)).passed  # the first order is right
+    assert check_function(lambda x, y: Cube.apply(x, False) * y, (x, y), order=2).passed
+    report = check_function(lambda x, y: Cube.apply(x, True) * y, (x, y), order=2)
+    # The lost term 6x·g is ∂²/∂x²; ∂²/∂x∂y (3x²) goes through y's product and stays right.
+    assert report.failing_parameters == ("inputs[0]",)
+    assert_unchanged([x, y], before)
+    assert x.grad is None and y.grad is None
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mode_forward_fails_a_jvp_with_a_sign_error_naming_its_input(dtype):
+    x = torch.linspace(-1.0, 2.0, 9, dtype=dtype, requires_grad=True)
+    before = snapshot([x])
+    assert check_function(lambda x: Sine.apply(x, False), (x,), mode="forward").passed
+    report = check_function(lambda x: Sine.apply(x, True), (x,), mode="forward")
+    assert report.failing_parameters == ("inputs[0]",)
+    # One 0-d ε per input: the analytic ⟨u, J·t⟩ is minus the numerical one.
+    record = report.parameter("inputs[0]").checks[0]
+    assert record.comparison.analytic == pytest.approx(-record.comparison.numerical, rel=1e-2)
+    assert_unchanged([x], before)
+
+
+def test_an_unknown_order_or_mode_is_refused():
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(InvalidTorchCall, match="order=2, mode='forward'"):
+        check_function(torch.sin, (x,), order=2, mode="forward")
+
+
+def test_the_directional_taylor_test_of_the_double_backward():
+    from gradcheck_cli import taylor_test
+    from gradcheck_cli.torch import double_backward_problem
+
+    x = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64, requires_grad=True)
+    assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "pass"
+    result = taylor_test(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
+    assert result.verdict == "fail" and result.reason == "first order"

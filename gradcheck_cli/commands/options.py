@@ -362,18 +362,25 @@ def _flush_c_stdio() -> None:
 
 
 def _torch_code(returned, reference: str):
-    """What the problem function returned, as a problem when it is torch code (see gradcheck_cli.torch).
+    """What the problem function returned, as a problem when it is torch or JAX code (gradcheck_cli.torch, .jax).
 
-    Only once the user's code has imported torch: gradcheck never imports
-    it for a numpy problem. The user's function or loss raising during the
+    Only once the user's code has imported torch (jax): gradcheck never imports
+    either for a numpy problem. The user's function or loss raising during the
     analytic pass is ObjectiveRaised, as it is during the check.
     """
-    if "torch" not in sys.modules:
-        return returned
-    from ..torch import torch_problem
+    adapters = []
+    if "torch" in sys.modules:
+        from ..torch import torch_problem
 
+        adapters.append(torch_problem)
+    if "jax" in sys.modules:
+        from ..jax import jax_problem
+
+        adapters.append(jax_problem)
     try:
-        return torch_problem(returned, reference)
+        for adapter in adapters:
+            returned = adapter(returned, reference)
+        return returned
     except GradCheckError:
         raise
     except KeyboardInterrupt:
@@ -388,7 +395,8 @@ PROBLEM_HELP = (
     "PROBLEM is FILE.py:FUNCTION or package.module:FUNCTION: a function that takes no arguments and "
     "returns a GradientProblem(objective, parameters, gradients) or that tuple; the objective is "
     "called as objective(parameters). Torch code too: parameters and gradients may be torch tensors, "
-    "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md)."
+    "and the function may return (fn, inputs) or (module, loss_fn) (see docs/torch.md); JAX code may return "
+    "(fn, args) (see docs/jax.md)."
 )
 #: The errors that carry an exception of the user's code as their cause.
 _USER_RAISED = (ProblemFunctionRaised, ProblemImportFailed, ObjectiveRaised)

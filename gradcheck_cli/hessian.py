@@ -1,0 +1,372 @@
+"""Check a Hessian-vector product against the central difference of the gradient along the vector.
+
+A Newton or trust-region method (scipy's ``hessp``) needs ``hvp(v) = H·v``.
+The numerical side is (∇f(θ + Δ₊) − ∇f(θ − Δ₋)) / 2mh from the user's own
+gradient at the actual probes θ ± m·h·v rounded into each parameter's dtype,
+the analytic side ``hvp(w)`` with w = (Δ₊ + Δ₋) / 2mh, the direction the
+probes actually took; every component is judged with its own rounding bar
+by the verdict rules of check_gradients (:mod:`gradcheck_cli.judge`). The
+rules are in docs/method.md ("Second order").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cotangents import DEFAULT_SEED, tangent
+from .dtypes import probe_dtype
+from .errors import AtParameter, GradCheckError, InvalidArgument, NotCallable, ReadOnlyArray
+from .formatting import short_repr
+from .judge import (
+    CONFIRMATION_FACTORS,
+    Resolution,
+    StepEstimate,
+    judge_confirmed,
+    judge_primary,
+    step_estimate,
+    with_step_sensitivity,
+)
+from .problem import GradientProblem, reject_shared_memory, selected_names
+from .records import Record
+from .tensors import write_back
+
+__all__ = [
+    "HessianComponent",
+    "HessianParameterCheck",
+    "HessianVectorReport",
+    "check_hessian_vector_product",
+    "hessian_problem",
+]
+
+#: Components kept per parameter in ``unpassed`` (the counts cover them all).
+KEPT_COMPONENTS = 20
+
+
+@dataclass(frozen=True)
+class HessianComponent(Record):
+    """One component c of H·v: its estimates at each multiplier tried and the verdict on them."""
+
+    coordinate: tuple
+    estimates: tuple
+    decided_at: int
+    verdict: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class HessianParameterCheck(Record):
+    """The components of H·v that belong to one parameter.
+
+    ``verdict`` is ``"failed"`` if any component failed, ``"inconclusive"`` if any did not
+    pass, else ``"passed"``; ``unpassed`` the first KEPT_COMPONENTS components that did not
+    pass (row-major), ``worst`` the component with the largest relative error at m = 1.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple
+    verdict: str
+    passed: bool
+    checked: int
+    failed: int
+    inconclusive: int
+    unpassed: tuple
+    worst: HessianComponent | None
+
+
+@dataclass(frozen=True)
+class HessianVectorReport(Record):
+    """The whole check: the step h, the tolerance, each parameter, and the verdict."""
+
+    verdict: str
+    passed: bool
+    step: float
+    tolerance: float
+    failing_parameters: tuple
+    parameters: tuple
+    gradient_calls: int
+    hvp_calls: int
+
+    def parameter(self, name: str) -> HessianParameterCheck:
+        """The :class:`HessianParameterCheck` named ``name``."""
+        for check in self.parameters:
+            if check.name == name:
+                return check
+        raise KeyError(name)
+
+
+def check_hessian_vector_product(
+    gradient: Callable[[Mapping[str, np.ndarray]], Mapping],
+    hvp: Callable[[Mapping[str, np.ndarray]], Mapping],
+    parameters: Mapping[str, np.ndarray],
+    *,
+    direction: Mapping[str, np.ndarray] | None = None,
+    step: float | None = None,
+    tolerance: float | None = None,
+    seed: int = DEFAULT_SEED,
+) -> HessianVectorReport:
+    """Check ``hvp(v)`` against the central difference of ``gradient`` along v, component by component.
+
+    Parameters
+    ----------
+    gradient : callable Mapping[str, np.ndarray] -> Mapping[str, array]
+        ∇f at the arrays in ``parameters`` (called with that very mapping,
+        perturbed in place): one array per parameter, same shapes.
+    hvp : callable Mapping[str, np.ndarray] -> Mapping[str, array]
+        H·w at the unperturbed parameters for a direction w (float64 arrays
+        by name): one array per parameter, same shapes.
+    parameters : Mapping[str, np.ndarray]
+        Writable float64, float32 or bfloat16 arrays; bit-identical afterwards on every path.
+    direction : Mapping[str, np.ndarray], optional
+        v per parameter; default :func:`~gradcheck_cli.cotangents.tangent` of
+        each (seed, the parameter's position), scaled like the default step.
+    step : float, optional
+        h; default ε^(1/3) of the coarsest dtype among the parameters.
+    tolerance : float, optional
+        The relative tolerance; default ε^(1/3) of that dtype.
+    seed : int
+        The default direction's seed.
+
+    Returns
+    -------
+    HessianVectorReport
+        Probed at m = 1, then at the multipliers CONFIRMATION_FACTORS (0.1, 10)
+        for the components that did not pass at m = 1, as a coordinate is.
+
+    Raises
+    ------
+    GradCheckError
+        For a bad request, before ``gradient`` is called; InvalidArgument when
+        ``gradient`` or ``hvp`` returns a missing or misshapen array.
+        Exceptions they raise propagate unchanged, with every array restored.
+    """
+    for role, function in (("gradient", gradient), ("hvp", hvp)):
+        if not callable(function):
+            raise NotCallable(role=role, type_name=type(function).__name__)
+    names = selected_names(parameters, parameters)
+    dtypes = {name: _probed_dtype(name, parameters[name]) for name in names}
+    reject_shared_memory(parameters, names)
+    coarsest = max(dtypes.values(), key=lambda dtype: dtype.epsilon)
+    h = coarsest.step_factor if step is None else _positive(step, "step")
+    tolerance = coarsest.tolerance if tolerance is None else _positive(tolerance, "tolerance")
+    origins = {name: np.array(parameters[name], copy=True) for name in names}
+    exact = {name: origin.astype(np.float64) for name, origin in origins.items()}
+    if direction is None:
+        direction = {name: tangent(origins[name], index, seed) for index, name in enumerate(names)}
+    v = {name: _direction_array(direction, name, origins[name].shape) for name in names}
+    center = _read(gradient(parameters), names, origins, "gradient")
+    epsilon = max([coarsest.epsilon, *(_value_epsilon(values) for values in center.values())])
+    probes = {1.0: _probe(gradient, hvp, parameters, origins, exact, v, h, 1.0, names)}
+    largest = max(float(np.max(np.abs(a), initial=0.0)) for a, _, _ in probes[1.0].values())
+    components = {
+        name: _first_judgements(probes[1.0][name], center[name], epsilon, tolerance, largest) for name in names
+    }
+    if any(judgement is None for judged in components.values() for _, judgement, _ in judged.values()):
+        for factor in CONFIRMATION_FACTORS:
+            probes[factor] = _probe(gradient, hvp, parameters, origins, exact, v, h, factor, names)
+        components = {
+            name: _confirmed(name, components[name], probes, center[name], epsilon, tolerance) for name in names
+        }
+    checks = tuple(_parameter_check(name, dtypes[name], origins[name].shape, components[name]) for name in names)
+    failing = tuple(check.name for check in checks if not check.passed)
+    verdict = _worst_verdict(check.verdict for check in checks)
+    return HessianVectorReport(
+        verdict=verdict,
+        passed=verdict == "passed",
+        step=h,
+        tolerance=tolerance,
+        failing_parameters=failing,
+        parameters=checks,
+        gradient_calls=1 + 2 * len(probes),
+        hvp_calls=len(probes),
+    )
+
+
+def hessian_problem(
+    gradient: Callable[[Mapping[str, np.ndarray]], Mapping],
+    hvp: Callable[[Mapping[str, np.ndarray]], Mapping],
+    parameters: Mapping[str, np.ndarray],
+    *,
+    direction: Mapping[str, np.ndarray] | None = None,
+    seed: int = DEFAULT_SEED,
+) -> GradientProblem:
+    """The Hessian-vector product as a first-order problem: objective ⟨v, ∇f(θ)⟩, gradient ``hvp(v)``.
+
+    A Hessian is symmetric, so ∇⟨v, ∇f⟩ = H·v: ``check_problem`` of this problem checks ``hvp``
+    as a gradient, and ``taylor_test`` of it is the directional Taylor test of the Hessian term
+    (its remainder is second order for a right ``hvp``, first order for a wrong one). Arguments as
+    :func:`check_hessian_vector_product`'s; ``hvp`` is called once, here.
+    """
+    for role, function in (("gradient", gradient), ("hvp", hvp)):
+        if not callable(function):
+            raise NotCallable(role=role, type_name=type(function).__name__)
+    names = selected_names(parameters, parameters)
+    origins = {name: np.asarray(parameters[name]) for name in names}
+    if direction is None:
+        direction = {name: tangent(origins[name], index, seed) for index, name in enumerate(names)}
+    v = {name: _direction_array(direction, name, origins[name].shape) for name in names}
+    products = _read(hvp(v), names, origins, "hvp")
+
+    def objective(arrays):
+        values = _read(gradient(arrays), names, origins, "gradient")
+        return sum(float(np.sum(values[name] * v[name])) for name in names)
+
+    return GradientProblem(objective, parameters, products)
+
+
+def _probed_dtype(name: str, array):
+    try:
+        if not isinstance(array, np.ndarray):
+            raise InvalidArgument(argument="parameters", value=short_repr(array), expected="a numpy array")
+        if not array.flags.writeable:
+            raise ReadOnlyArray(role="parameters")
+        return probe_dtype(array.dtype)
+    except GradCheckError as error:
+        raise AtParameter(parameter=name, source=error) from error
+
+
+def _positive(value, argument: str) -> float:
+    number = float(value)
+    if not (number > 0.0 and np.isfinite(number)):
+        raise InvalidArgument(argument=argument, value=short_repr(value), expected="a positive finite number")
+    return number
+
+
+def _direction_array(direction: Mapping, name: str, shape: tuple) -> np.ndarray:
+    values = np.asarray(direction.get(name) if isinstance(direction, Mapping) else None, dtype=np.float64)
+    if values.shape != shape or not np.all(np.isfinite(values)) or not np.any(values):
+        expected = f"a finite, nonzero array of shape {list(shape)} for every parameter"
+        raise InvalidArgument(argument=f"direction[{name!r}]", value=short_repr(direction.get(name)), expected=expected)
+    return values
+
+
+def _read(returned, names, origins: Mapping, role: str) -> dict:
+    """The arrays ``gradient`` or ``hvp`` returned, as float64, each checked against its parameter's shape."""
+    if not isinstance(returned, Mapping):
+        raise InvalidArgument(argument=role, value=short_repr(returned), expected="a mapping of arrays by name")
+    arrays = {}
+    for name in names:
+        values = np.asarray(returned.get(name), dtype=np.float64)
+        if values.shape != origins[name].shape:
+            expected = f"an array of shape {list(origins[name].shape)}"
+            raise InvalidArgument(
+                argument=f"{role}()[{name!r}]", value=short_repr(returned.get(name)), expected=expected
+            )
+        arrays[name] = values
+    return arrays
+
+
+def _value_epsilon(values: np.ndarray) -> float:
+    """ε of the precision the gradient's values carry: float32's when every one is a float32 value."""
+    finite = values[np.isfinite(values)]
+    if finite.size and np.array_equal(finite.astype(np.float32).astype(np.float64), finite):
+        return 2.0**-23
+    return 0.0
+
+
+def _probe(gradient, hvp, parameters, origins, exact, v, h: float, multiplier: float, names) -> dict:
+    """Per parameter (analytic, numerical, largest |∇f|) per unit multiplier at θ ± m·h·v."""
+    plus, minus, w = {}, {}, {}
+    for name in names:
+        step = multiplier * h * v[name]
+        plus[name] = (exact[name] + step).astype(origins[name].dtype)
+        minus[name] = (exact[name] - step).astype(origins[name].dtype)
+        moved = (plus[name].astype(np.float64) - exact[name]) + (exact[name] - minus[name].astype(np.float64))
+        w[name] = moved / (2.0 * multiplier * h)
+    plus_values = _read(_gradient_at(gradient, parameters, origins, plus), names, origins, "gradient")
+    minus_values = _read(_gradient_at(gradient, parameters, origins, minus), names, origins, "gradient")
+    analytic = _read(hvp(w), names, origins, "hvp")
+    probes = {}
+    for name in names:
+        numerical = (plus_values[name] - minus_values[name]) / (2.0 * multiplier * h)
+        largest = np.maximum(np.abs(plus_values[name]), np.abs(minus_values[name]))
+        probes[name] = (analytic[name], numerical, largest)
+    return probes
+
+
+def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
+    """``gradient(parameters)`` with every parameter at ``points``; each written back on every path."""
+    try:
+        for name, point in points.items():
+            np.ndarray.__setitem__(parameters[name], Ellipsis, point)
+        return gradient(parameters)
+    finally:
+        for name, origin in origins.items():
+            if not write_back(parameters[name], Ellipsis, origin):
+                raise ReadOnlyArray(role="parameters")
+
+
+def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> StepEstimate:
+    analytic, numerical, largest = probe
+    return step_estimate(
+        multiplier,
+        float(analytic.flat[flat]),
+        float(numerical.flat[flat]),
+        largest_value=max(float(largest.flat[flat]), abs(float(center.flat[flat]))),
+        epsilon=epsilon,
+        jitter=0.0,
+        gain=1.0 / multiplier,
+    )
+
+
+def _first_judgements(probe, center, epsilon, tolerance, largest) -> dict:
+    """flat index → (estimates, Judgement or None, Resolution) at m = 1."""
+    analytic = probe[0]
+    resolution = Resolution(gradient=float(np.max(np.abs(analytic), initial=0.0)), check=largest)
+    judged = {}
+    for flat in range(analytic.size):
+        estimate = _estimate(probe, flat, center, 1.0, epsilon)
+        judged[flat] = ((estimate,), judge_primary(estimate, tolerance, resolution, unit="multiplier"), resolution)
+    return judged
+
+
+def _confirmed(name, judged, probes, center, epsilon, tolerance) -> dict:
+    """The components without a verdict at m = 1 judged again with the estimates at every multiplier."""
+    confirmed = {}
+    for flat, (estimates, judgement, resolution) in judged.items():
+        if judgement is None:
+            extra = (_estimate(probes[factor][name], flat, center, factor, epsilon) for factor in CONFIRMATION_FACTORS)
+            estimates = with_step_sensitivity((*estimates, *extra))
+            judgement = judge_confirmed(estimates, tolerance, resolution, unit="multiplier")
+        confirmed[flat] = (estimates, judgement, resolution)
+    return confirmed
+
+
+def _parameter_check(name, dtype, shape, components) -> HessianParameterCheck:
+    counts = {"failed": 0, "inconclusive": 0}
+    unpassed, worst, worst_error = [], None, -1.0
+    for flat, (estimates, judgement, _) in components.items():
+        record = HessianComponent(
+            coordinate=tuple(int(i) for i in np.unravel_index(flat, shape)),
+            estimates=tuple(estimates),
+            decided_at=judgement.decided_at,
+            verdict=judgement.verdict,
+            reason=judgement.reason,
+        )
+        if judgement.verdict != "passed":
+            counts["failed" if judgement.verdict == "failed" else "inconclusive"] += 1
+            if len(unpassed) < KEPT_COMPONENTS:
+                unpassed.append(record)
+        if estimates[0].relative_error > worst_error:
+            worst, worst_error = record, estimates[0].relative_error
+    verdict = "failed" if counts["failed"] else "inconclusive" if counts["inconclusive"] else "passed"
+    return HessianParameterCheck(
+        name=name,
+        dtype=dtype.name,
+        shape=tuple(shape),
+        verdict=verdict,
+        passed=verdict == "passed",
+        checked=len(components),
+        failed=counts["failed"],
+        inconclusive=counts["inconclusive"],
+        unpassed=tuple(unpassed),
+        worst=worst,
+    )
+
+
+def _worst_verdict(verdicts) -> str:
+    verdicts = set(verdicts)
+    return "failed" if "failed" in verdicts else "inconclusive" if verdicts - {"passed"} else "passed"

@@ -1,0 +1,114 @@
+"""gradcheck_cli.hessian: a Hessian-vector product against the central difference of the gradient.
+
+The problem is scipy's use case: logistic regression's mean loss, whose gradient is
+Xᵀ(σ(Xw) − y)/N and Hessian-vector product Xᵀ(s(1 − s) ⊙ Xv)/N with s = σ(Xw). The classic bug
+is a ``hessp`` that forgets the 1/N: every component is N times too large.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gradcheck_cli.errors import AtParameter, InvalidArgument, NotCallable
+from gradcheck_cli.hessian import check_hessian_vector_product
+
+N, D = 40, 5
+
+
+def logistic_regression(dtype=np.float64, missing_mean=False, seed=0):
+    rng = np.random.default_rng(seed)
+    features = rng.standard_normal((N, D))
+    labels = (rng.random(N) < 0.5).astype(np.float64)
+    parameters = {"w": (0.5 * rng.standard_normal(D)).astype(dtype), "b": np.array(0.25, dtype=dtype)}
+
+    def sigmoid(w, b):
+        return 1.0 / (1.0 + np.exp(-(features @ w.astype(np.float64) + float(b))))
+
+    def gradient(p):
+        residual = sigmoid(p["w"], p["b"]) - labels
+        return {"w": features.T @ residual / N, "b": np.sum(residual) / N}
+
+    def hessp(v):
+        s = sigmoid(parameters["w"], parameters["b"])
+        weighted = s * (1.0 - s) * (features @ v["w"] + v["b"])
+        scale = 1.0 if missing_mean else 1.0 / N
+        return {"w": features.T @ weighted * scale, "b": np.sum(weighted) * scale}
+
+    return gradient, hessp, parameters
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_hessp_missing_its_one_over_n_fails_and_the_right_one_passes(dtype):
+    gradient, hessp, parameters = logistic_regression(dtype)
+    before = {name: value.copy() for name, value in parameters.items()}
+    report = check_hessian_vector_product(gradient, hessp, parameters)
+    assert report.passed, report
+    assert report.gradient_calls == 3 and report.hvp_calls == 1  # m = 1 decided every component
+    gradient, hessp, parameters = logistic_regression(dtype, missing_mean=True)
+    report = check_hessian_vector_product(gradient, hessp, parameters)
+    assert report.verdict == "failed" and report.failing_parameters == ("w", "b")
+    assert report.parameter("w").failed == D and report.parameter("b").failed == 1
+    # analytic/numerical is N = 40 at every component (up to the difference's own error).
+    worst = report.parameter("w").worst.estimates[0]
+    assert worst.analytic / worst.numerical == pytest.approx(N, rel=1e-2)
+    for name, value in parameters.items():  # restored bit for bit
+        assert np.array_equal(value, logistic_regression(dtype)[2][name]) and value.dtype == before[name].dtype
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_correct_hessp_passes_at_every_point(seed):
+    gradient, hessp, parameters = logistic_regression(seed=seed)
+    assert check_hessian_vector_product(gradient, hessp, parameters, seed=seed).passed
+
+
+def test_parameters_are_restored_when_the_gradient_raises():
+    gradient, hessp, parameters = logistic_regression()
+    original = parameters["w"].copy()
+    calls = []
+
+    def failing(p):
+        calls.append(p["w"].copy())
+        if len(calls) == 2:
+            raise ZeroDivisionError("at the plus probe")
+        return gradient(p)
+
+    with pytest.raises(ZeroDivisionError):
+        check_hessian_vector_product(failing, hessp, parameters)
+    assert not np.array_equal(calls[1], original)  # the probe was written...
+    assert np.array_equal(parameters["w"].view(np.int64), original.view(np.int64))  # ...and written back
+
+
+def test_bad_requests_are_typed_errors():
+    gradient, hessp, parameters = logistic_regression()
+    with pytest.raises(NotCallable):
+        check_hessian_vector_product(gradient, None, parameters)
+    with pytest.raises(InvalidArgument, match="step"):
+        check_hessian_vector_product(gradient, hessp, parameters, step=0.0)
+    with pytest.raises(InvalidArgument, match=r"direction\['w'\]"):
+        check_hessian_vector_product(gradient, hessp, parameters, direction={"w": np.zeros(D), "b": 1.0})
+    with pytest.raises(InvalidArgument, match=r"hvp\(\)\['w'\]"):
+        check_hessian_vector_product(gradient, lambda v: {"w": np.zeros(2), "b": 0.0}, parameters)
+    parameters["w"].flags.writeable = False
+    with pytest.raises(AtParameter, match="'w'"):
+        check_hessian_vector_product(gradient, hessp, parameters)
+
+
+@pytest.mark.parametrize("missing_mean, verdict, order", [(False, "pass", 2.0), (True, "fail", 1.0)])
+def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, order):
+    from gradcheck_cli import check_problem, taylor_test
+    from gradcheck_cli.hessian import hessian_problem
+
+    gradient, hessp, parameters = logistic_regression(missing_mean=missing_mean)
+    result = taylor_test(hessian_problem(gradient, hessp, parameters))
+    # ⟨v, ∇f(θ + tΔ)⟩ − ⟨v, ∇f(θ)⟩ − t·⟨Hv, Δ⟩ is O(t²) with the right Hv (f's remainder 3), O(t) without 1/N.
+    assert result.verdict == verdict and abs(result.order - order) < 0.3
+    assert check_problem(hessian_problem(gradient, hessp, parameters)).passed == (not missing_mean)
+
+
+def test_the_package_exports_the_hessian_check():
+    import gradcheck_cli
+    from gradcheck_cli import hessian
+
+    assert gradcheck_cli.check_hessian_vector_product is hessian.check_hessian_vector_product
+    assert gradcheck_cli.hessian_problem is hessian.hessian_problem

@@ -1,0 +1,314 @@
+"""gradcheck_cli.jax: JAX code checked directly, over pytrees, in float64, float32 and bfloat16.
+
+Every deliberate bug below is a classic one, each with its correct version: a custom_vjp backward
+doubled or transposed, a custom_jvp rule with a sign error, a pytree model whose one leaf gradient
+is wrong, and a backward that is right but not differentiable correctly (order=2). Where a bug
+reaches is worked out by hand beside each; the peer for the correct versions is jax.vjp itself.
+"""
+
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="jax is an optional extra: pip install -e '.[jax]'")
+jnp = pytest.importorskip("jax.numpy")
+
+from click.testing import CliRunner  # noqa: E402
+
+from gradcheck_cli.cli import main  # noqa: E402
+from gradcheck_cli.errors import InvalidJaxCall, NotCallable, UnsupportedJaxInput, X64Disabled  # noqa: E402
+from gradcheck_cli.jax import (  # noqa: E402
+    assert_gradients,
+    check_function,
+    check_jvp,
+    function_problem,
+    jax_problem,
+)
+
+DTYPES = ["float64", "float32"]
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    """x64 on for each test (float64 in float64), and JAX's setting as it was afterwards."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
+def points(shape, dtype, offset=0.0):
+    count = int(np.prod(shape))
+    return jnp.asarray(np.linspace(-1.3, 1.1, count).reshape(shape) + offset, dtype=dtype)
+
+
+def scaled_sine(factor):
+    """sin with a custom_vjp whose backward is ``factor``·cos·g (1 is right)."""
+
+    @jax.custom_vjp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (factor * jnp.cos(x) * g,))
+    return sine
+
+
+def stopped_sine():
+    """sin whose custom_vjp backward is right in value but not differentiable correctly: cos(stop_gradient(x))
+    loses the second derivative −sin(x)·g, so the second order fails at x and the first passes."""
+
+    @jax.custom_vjp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (jnp.cos(jax.lax.stop_gradient(x)) * g,))
+    return sine
+
+
+def matvec(transposed):
+    """W @ x with a custom_vjp; the wrong backward returns ∂/∂W transposed, outer(x, g) for outer(g, x)."""
+
+    @jax.custom_vjp
+    def product(w, x):
+        return w @ x
+
+    def backward(saved, g):
+        w, x = saved
+        dw = jnp.outer(x, g) if transposed else jnp.outer(g, x)
+        return dw, w.T @ g
+
+    product.defvjp(lambda w, x: (w @ x, (w, x)), backward)
+    return product
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_custom_vjp_backward_doubled_fails_naming_its_input_and_the_right_one_passes(dtype):
+    x = points((3, 4), dtype)
+    assert check_function(scaled_sine(1.0), x).passed
+    report = check_function(scaled_sine(2.0), x)
+    assert report.verdict == "failed" and report.failing_parameters == ("x",)
+    # analytic/numerical is exactly the factor 2 (up to the difference's own error).
+    ratios = [r.comparison.analytic / r.comparison.numerical for r in report.parameter("x").checks]
+    assert np.allclose(ratios, 2.0, rtol=1e-2 if dtype == "float32" else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_custom_vjp_backward_transposed_fails_naming_w_only(dtype):
+    w, x = points((3, 3), dtype, 0.3), points((3,), dtype, -0.2)
+    assert check_function(matvec(False), w, x).passed
+    report = check_function(matvec(True), w, x)
+    # x's gradient Wᵀg is right; W's is outer(x, g) in place of outer(g, x): wrong off the diagonal.
+    assert report.failing_parameters == ("w",)
+    assert report.parameter("x").passed
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_custom_jvp_rule_with_a_sign_error_fails_naming_its_input(dtype):
+    def tanh_rule(sign):
+        @jax.custom_jvp
+        def tanh(x, y):
+            return jnp.tanh(x) * y
+
+        @tanh.defjvp
+        def rule(primals, tangents):
+            x, y = primals
+            dx, dy = tangents
+            t = jnp.tanh(x)
+            return t * y, sign * (1 - t * t) * y * dx + t * dy
+
+        return tanh
+
+    x, y = points((5,), dtype), points((5,), dtype, 0.5)
+    assert check_jvp(tanh_rule(1.0), x, y).passed
+    report = check_jvp(tanh_rule(-1.0), x, y)
+    # The sign error is in the dx term only: the tangent along y is right.
+    assert report.failing_parameters == ("x",) and report.parameter("y").passed
+    # Reverse mode transposes the same rule, so the vjp fails at x too.
+    assert check_function(tanh_rule(-1.0), x, y).failing_parameters == ("x",)
+
+
+def two_layer(wrong_bias):
+    """tanh(x W1 + b1) W2 + b2; with ``wrong_bias`` the second layer's custom_vjp sums b2's gradient over
+    the features instead of the batch (every entry the row-sum of g)."""
+
+    @jax.custom_vjp
+    def dense(h, w, b):
+        return h @ w + b
+
+    def backward(saved, g):
+        h, w = saved
+        db = jnp.full_like(g[0], jnp.sum(g)) / g.shape[1] if wrong_bias else jnp.sum(g, axis=0)
+        return g @ w.T, h.T @ g, db
+
+    dense.defvjp(lambda h, w, b: (h @ w + b, (h, w)), backward)
+
+    def model(params, x):
+        hidden = jnp.tanh(x @ params["layer1"]["kernel"] + params["layer1"]["bias"])
+        return dense(hidden, params["layer2"]["kernel"], params["layer2"]["bias"])
+
+    return model
+
+
+def parameters(dtype):
+    return {
+        "layer1": {"kernel": points((4, 5), dtype, 0.1), "bias": points((5,), dtype, 0.2)},
+        "layer2": {"kernel": points((5, 3), dtype, -0.1), "bias": points((3,), dtype)},
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_pytree_models_wrong_leaf_is_named_by_its_path(dtype):
+    params, x = parameters(dtype), points((6, 4), dtype)
+    report = check_function(two_layer(False), params, x, argnums=0)
+    assert report.passed
+    names = ["params['layer1']['bias']", "params['layer1']['kernel']", "params['layer2']['bias']"]
+    assert [check.name for check in report.parameters] == [*names, "params['layer2']['kernel']"]
+    report = check_function(two_layer(True), params, x, argnums=0)
+    assert report.failing_parameters == ("params['layer2']['bias']",)
+
+
+def test_jitted_functions_and_every_argument_by_default():
+    params, x = parameters("float64"), points((6, 4), "float64")
+    report = check_function(jax.jit(two_layer(True)), params, x)
+    assert report.failing_parameters == ("params['layer2']['bias']",)
+    assert report.parameter("x").passed  # the input's gradient g Wᵀ is right
+
+
+def test_bfloat16_is_probed_in_bfloat16():
+    x = points((8,), jnp.bfloat16)
+    report = check_function(jnp.tanh, x)
+    assert report.passed and report.parameters[0].dtype == "bfloat16"
+    assert check_function(scaled_sine(2.0), x).failing_parameters == ("x",)
+
+
+def test_x64_off_refuses_float64_with_the_line_that_enables_it():
+    jax.config.update("jax_enable_x64", False)
+    with pytest.raises(X64Disabled) as raised:
+        check_function(lambda params: jnp.sum(params["w"] ** 2), {"w": np.ones(3)})
+    assert str(raised.value) == (
+        "input \"params['w']\" is float64, but JAX computes it in float32 with x64 off (its default): "
+        "run jax.config.update('jax_enable_x64', True) first, or pass float32 inputs"
+    )
+    assert check_function(jnp.tanh, np.ones(3, dtype=np.float32)).passed  # float32 is its own arithmetic
+
+
+def test_nothing_of_the_users_is_modified():
+    w = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    before = w.copy()
+    w.flags.writeable = False  # read-only input arrays are fine: the probes go to copies
+    problem = function_problem(lambda w: jnp.sin(w) * 3.0, w)
+    assert problem.parameters["w"] is not w and problem.parameters["w"].flags.writeable
+    assert check_function(lambda w: jnp.sin(w) * 3.0, w, samples="all").passed
+    assert np.array_equal(w.view(np.int64), before.view(np.int64)) and not w.flags.writeable
+
+
+def test_order_2_checks_the_vjp_of_the_vjp():
+    sine = stopped_sine()
+    x = points((6,), "float64")
+    assert check_function(sine, x).passed
+    assert check_function(scaled_sine(1.0), x, order=2).passed
+    report = check_function(sine, x, order=2)
+    assert report.failing_parameters == ("x",)
+    assert check_function(two_layer(False), parameters("float32"), points((6, 4), "float32"), order=2).passed
+
+
+def test_assert_gradients_raises_with_the_failure_table():
+    x = points((4,), "float64")
+    assert assert_gradients(scaled_sine(1.0), x).passed
+    with pytest.raises(AssertionError, match="x"):
+        assert_gradients(scaled_sine(2.0), x)
+
+
+def test_bad_calls_are_one_typed_error_before_any_probe():
+    with pytest.raises(NotCallable):
+        check_function(3, jnp.ones(2))
+    with pytest.raises(InvalidJaxCall, match="no floating-point input leaf"):
+        check_function(lambda n: n * 2, jnp.arange(3))
+    with pytest.raises(InvalidJaxCall, match="argnums 2"):
+        check_function(jnp.sin, jnp.ones(2), argnums=2)
+    with pytest.raises(UnsupportedJaxInput, match="float16"):
+        check_function(jnp.sin, jnp.ones(2, dtype=jnp.float16))
+    with pytest.raises(InvalidJaxCall, match="complex output"):
+        check_function(lambda x: x * 1j, jnp.ones(2))
+
+
+def test_integer_outputs_and_inputs_are_left_out():
+    def fn(x, n):
+        return jnp.sin(x) * n, jnp.argmax(x)
+
+    report = check_function(fn, points((4,), "float64"), jnp.arange(4))
+    assert report.passed and [check.name for check in report.parameters] == ["x"]
+
+
+def test_a_problem_with_jax_arrays_is_checked_as_numpy():
+    w = jnp.asarray([0.5, -1.5, 2.0])
+    gradient = jax.grad(lambda p: jnp.sum(p["w"] ** 3))({"w": w})
+    problem = jax_problem((lambda p: float(jnp.sum(p["w"] ** 3)), {"w": w}, gradient))
+    from gradcheck_cli import check_problem
+
+    assert check_problem(problem, samples="all").passed
+    wrong = jax_problem((problem.objective, {"w": w}, {"w": gradient["w"] * 3}))
+    assert check_problem(wrong).failing_parameters == ("w",)
+
+
+PROBLEMS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+{scaled_sine}
+
+def right():
+    return scaled_sine(1.0), (np.linspace(-1.0, 1.0, 5),)  # numpy arguments are JAX code's too
+
+def wrong():
+    return jax.jit(scaled_sine(2.0)), (jnp.linspace(-1.0, 1.0, 5),)
+"""
+
+
+@pytest.mark.parametrize(
+    "function, jobs, exit_code, failing",
+    [("right", "1", 0, []), ("wrong", "1", 1, ["x"]), ("wrong", "2", 1, ["x"])],
+    ids=["right", "wrong", "wrong-jobs-2"],
+)
+def test_gradcheck_check_takes_jax_code(tmp_path, function, jobs, exit_code, failing):
+    # A jitted closure: with --jobs 2 each worker loads the problem by its reference, no pickling of fn.
+    path = tmp_path / "jax_problems.py"
+    path.write_text(PROBLEMS.format(scaled_sine=inspect.getsource(scaled_sine)))
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
+    arguments = ["check", f"{path}:{function}", "--json", "--jobs", jobs]
+    result = runner.invoke(main, arguments, prog_name="gradcheck")
+    assert result.exit_code == exit_code, result.stderr
+    assert json.loads(result.stdout)["check"]["failing_parameters"] == failing
+
+
+def test_the_package_imports_without_jax_and_names_the_install():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["jax"] = None  # as if jax were not installed
+        import gradcheck_cli, gradcheck_cli.check
+        try:
+            import gradcheck_cli.jax
+        except ImportError as error:
+            print(type(error).__name__, error)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("JaxUnavailable gradcheck_cli.jax needs jax, which is not installed: pip install")
+
+
+def test_the_directional_taylor_test_of_the_second_order_term():
+    from gradcheck_cli import taylor_test
+
+    sine = stopped_sine()
+    x = points((6,), "float64")
+    # ⟨v, g(x + tΔ)⟩ − ⟨v, g(x)⟩ − t·⟨H v, Δ⟩: second order with the right H, first order without it.
+    assert taylor_test(function_problem(scaled_sine(1.0), x, order=2)).verdict == "pass"
+    result = taylor_test(function_problem(sine, x, order=2))
+    assert result.verdict == "fail" and result.reason == "first order"
