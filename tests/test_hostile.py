@@ -399,7 +399,9 @@ def test_6_output_streams_closed_full_missing_or_unable_to_encode():
                 result = gradcheck(*arguments, stdout=full, stderr=subprocess.PIPE, text=True)
             assert result.returncode == EXIT_OUTPUT_FAILED, arguments
             assert one_error_line(result.stderr) == "cannot write the results to stdout: No space left on device"
-    result = gradcheck("quadratic", "--json", stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1))
+    # The shell closes stdout (a preexec_fn would fork this process, which may hold JAX's threads).
+    command = ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "gradcheck_cli", "quadratic", "--json"]
+    result = subprocess.run(command, cwd=ROOT, stderr=subprocess.PIPE, text=True, timeout=120)
     assert result.returncode == EXIT_OUTPUT_FAILED
     assert one_error_line(result.stderr) == "cannot write the results to stdout: stdout is closed"
 

@@ -558,15 +558,9 @@ def test_5_with_stderr_unusable_stdout_still_gets_the_json_error_and_the_status_
     command = [sys.executable, "-m", "gradcheck_cli", "demo", "--bogus", "--json"]
     environment = {**os.environ, "NO_COLOR": "1"}
     if stderr == "closed":
-        result = subprocess.run(
-            command,
-            cwd=ROOT,
-            env=environment,
-            capture_output=False,
-            stdout=subprocess.PIPE,
-            preexec_fn=lambda: os.close(2),
-            timeout=120,
-        )
+        # The shell closes it (a preexec_fn would fork this process, which may hold JAX's threads).
+        closed = ["sh", "-c", 'exec "$@" 2>&-', "sh", *command]
+        result = subprocess.run(closed, cwd=ROOT, env=environment, stdout=subprocess.PIPE, timeout=120)
     else:
         with open("/dev/full", "w") as full:
             result = subprocess.run(

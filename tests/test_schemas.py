@@ -23,6 +23,7 @@ from gradcheck_cli import (
     directional,
     errors,
     estimator,
+    hessian,
     judge,
     nll,
     sampling,
@@ -138,6 +139,10 @@ RECORD_SCHEMAS = {
 }
 #: Records that no JSON document holds: a plan, a probe's geometry, a dtype's constants, a verdict's parts.
 NOT_IN_JSON = {"ProbeGeometry", "ProbeDtype", "PlannedCoordinate", "Judgement", "DirectionalProbe"}
+#: Library results with no command line (yet): check_hessian_vector_product's report and its parts.
+NOT_IN_JSON |= {
+    cls.__name__ for cls in (hessian.HessianComponent, hessian.HessianParameterCheck, hessian.HessianVectorReport)
+}
 
 
 def _subclasses(cls):
