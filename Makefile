@@ -24,13 +24,17 @@ ifneq ($(shell $(PY) tools/install_check.py "$(CURDIR)" "$(EXTRAS)" 2>/dev/null 
 $(shell rm -f $(STAMP))
 endif
 
-# One line, not a traceback, when the virtualenv is still to be made and this Python cannot make it.
-ifneq ($(MAKE_VENV),)
-ifeq ($(wildcard $(MAKE_VENV)),)
+# One line when the Python asked for does not exist, even where .venv already does.
 ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
 ifeq ($(shell command -v $(PYTHON) 2>/dev/null),)
 $(error '$(PYTHON)' is not found: run make PYTHON=/path/to/python3.10-or-newer)
 endif
+endif
+
+# One line, not a traceback, when the virtualenv is still to be made and this Python cannot make it.
+ifneq ($(MAKE_VENV),)
+ifeq ($(wildcard $(MAKE_VENV)),)
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),install)),)
 ifneq ($(shell $(PYTHON) -c "import sys; print(sys.version_info >= (3, 10))" 2>/dev/null),True)
 $(error gradcheck needs Python >= 3.10, and '$(PYTHON)' is not one: run make PYTHON=/path/to/python3.10-or-newer)
 endif

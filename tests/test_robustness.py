@@ -1071,3 +1071,9 @@ def test_make_with_an_interpreter_that_does_not_exist_says_so_in_one_line(tmp_pa
         assert result.returncode != 0 and result.stdout == ""
         assert result.stderr.count("\n") == 1 and f"'{missing}' is not found" in result.stderr
         assert not (tmp_path / ".venv").exists()
+    # Also where a .venv is already made: the Python asked for is not silently replaced by it.
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "pip").write_text("")
+    command = ["make", "--no-print-directory", "-n", "run", f"PYTHON={missing}"]
+    result = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and f"'{missing}' is not found" in result.stderr
