@@ -17,10 +17,10 @@ from gradcheck_cli.judge import (
     Resolution,
     judge_confirmed,
     judge_primary,
-    step_estimate,
     with_step_sensitivity,
 )
 from gradcheck_cli.selection import structured_coordinates
+from gradcheck_cli.sweep import estimate_columns
 from gradcheck_cli.testing import assert_gradients_match
 
 RNG = np.random.default_rng(20261201)
@@ -226,6 +226,21 @@ def test_the_directional_probes_restore_the_array_when_the_objective_raises(when
     with pytest.raises(KeyboardInterrupt):
         check_gradients(objective, {"x": x}, {"x": 3 * x**2})
     assert x.tobytes() == before
+
+
+def step_estimate(step, analytic, numerical, *, largest_value, epsilon, jitter, gain):
+    """One StepEstimate from the engine's columns, its bar ROUNDING_FACTOR·ε·largest_value·gain."""
+    columns = estimate_columns(
+        step,
+        analytic,
+        numerical,
+        largest_value=largest_value,
+        epsilons=epsilon,
+        jitter=jitter,
+        gain=gain,
+        consistent=True,
+    )
+    return columns.estimate(())
 
 
 def _estimate(numerical, analytic=1.0, bar=1e-12, step=1e-5):
