@@ -593,7 +593,7 @@ def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progr
 
 
 def _difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:
-    """Coordinate k's CentralDifference at h (the scalar code's typed error in AtParameter if it has one)."""
+    """Coordinate k's CentralDifference at h (the chapter's typed error in AtParameter if it has one)."""
     try:
         return difference_at(planned.columns, k, float(minus_values[k]), center, float(plus_values[k]))
     except GradCheckError as error:

@@ -3,9 +3,10 @@ probing loop, and every estimate with its error bar and its verdict at the first
 columns: the one engine that the first step, the confirmation steps (h/10, 10h) and the
 directional test all use.
 
-The probes are :func:`~gradcheck_cli.dtypes.dtype_perturbations`' bit for bit; a coordinate that
-is refused raises that function's typed error. How the verdict is decided is docs/method.md
-("Verdicts").
+The probes are :func:`~gradcheck_cli.dtypes.dtype_perturbations`' bit for bit; where the columns
+find a probe or slope unusable, the chapter's own validation (:func:`~gradcheck_cli.estimator.probe_geometry`,
+:func:`~gradcheck_cli.estimator.difference_from_values`) decides and raises its typed error. How the
+verdict is decided is docs/method.md ("Verdicts").
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
+from .dtypes import PROBE_DTYPES, ProbeDtype
 from .errors import ArrayMadeReadOnly, GradCheckError
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
 from .judge import FLOOR_FACTOR, ROUNDING_FACTOR, ErrorBar, Resolution, StepEstimate, verdict_passes
@@ -109,8 +110,10 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
         valid = np.isfinite(minus) & np.isfinite(plus) & (minus != theta) & (plus != theta)
         valid &= np.isfinite(minus_spacing) & (minus_spacing > 0.0) & np.isfinite(plus_spacing) & (plus_spacing > 0.0)
         valid &= np.isfinite(left_weight) & np.isfinite(right_weight)
-    if not valid.all():
-        _raise_first_invalid(columns, steps, dtype, int(np.argmin(valid)))
+    for k in np.flatnonzero(~valid).tolist():  # the chapter's validation decides (the first raises)
+        geometry = _geometry(columns, k, float(steps[k]), float(minus[k]), float(plus[k]))
+        minus_spacing[k], plus_spacing[k] = geometry.minus_spacing, geometry.plus_spacing
+        left_weight[k], right_weight[k] = geometry.left_weight, geometry.right_weight
     return ProbeColumns(
         columns.shape,
         columns.offsets,
@@ -126,13 +129,13 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
     )
 
 
-def _raise_first_invalid(columns: ProbeColumns, steps, dtype: ProbeDtype, k: int):
-    """The scalar code's typed error for the k-th coordinate's probes (which the columns found invalid)."""
+def _geometry(columns: ProbeColumns, k: int, step: float, minus: float, plus: float):
+    """:func:`~gradcheck_cli.estimator.probe_geometry` of the k-th coordinate's rounded probes; its
+    typed error in AtCoordinate."""
     try:
-        dtype_perturbations(float(columns.theta[k]), float(steps[k]), dtype)
-    except Exception as error:
+        return probe_geometry(float(columns.theta[k]), step, minus, plus)
+    except GradCheckError as error:
         raise at_coordinate(columns.coordinate(k), error) from error
-    raise AssertionError(f"the probe columns and dtype_perturbations disagree at {columns.coordinate(k)}")
 
 
 def _rounded_probes(theta: np.ndarray, steps: np.ndarray, dtype: ProbeDtype) -> tuple:
@@ -191,7 +194,7 @@ def probe_values(
     is looked at, whatever the objective does. The values are appended to ``minus_values`` and
     ``plus_values``.
 
-    As the scalar code does, in this order: a non-finite or non-scalar value, or the array made
+    As the chapter's scalar check does, in this order: a non-finite or non-scalar value, or the array made
     read-only by the objective, is its typed error in AtCoordinate right after that call; with
     ``center`` (f(θ)), a coordinate whose slopes or estimate are not finite is its typed error
     right after its second call. ``progress(k)`` after each coordinate k (counted from 1).
@@ -232,8 +235,7 @@ def probe_values(
                 if not isfinite(
                     left_weight * ((center - minus) / minus_spacing) + right_weight * ((value - center) / plus_spacing)
                 ):
-                    difference_at(columns, start + k, minus, center, value)
-                    raise AssertionError(f"the slopes at {columns.coordinate(start + k)} are finite after all")
+                    difference_at(columns, start + k, minus, center, value)  # the chapter's rule raises
             if progress is not None:
                 progress(start + k + 1)
     minus_values += values[0::2]
