@@ -525,11 +525,11 @@ def _checked(plan: list, counted: _Objective, step, progress, workers) -> Gradie
     with parallel.probing(workers, plan) as pool:
         probed = _first_pass(plan, counted, progress, total, pool)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
-    largest = (
-        max([0.0] + [_largest_gradient(item) for item in probed]),
-        max([0.0] + [item.direction.scale for item in probed if item.direction is not None]),
-    )
-    checks = [_judge_parameter(item, counted, purity.spread, largest) for item in probed]
+    direction_scales = [_direction_scale(item) for item in probed]
+    largest = (max([0.0] + [_largest_gradient(item) for item in probed]), max([0.0, *direction_scales]))
+    checks = [
+        _judge_parameter(item, counted, purity.spread, largest, scale) for item, scale in zip(probed, direction_scales)
+    ]
     counted.unchanged()  # the confirmations and directional probes may not have changed θ either
     return _report(checks, purity, step_advice, counted.calls)
 
@@ -727,7 +727,9 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
+        return directional_estimate(
+            probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale, resolution.gradient
+        )
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
@@ -787,7 +789,29 @@ def _kink_tolerances(planned: _PlannedParameter, steps, theta):
     return _step_kink_tolerances(steps, theta, planned.dtype)
 
 
-def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
+def _direction_scale(item: _Probed) -> float:
+    """‖ĝ∘Δ‖₂ of the direction Δ, with ĝ the larger one-sided slope's magnitude at the checked
+    coordinates (at least |numerical|; at a corner, the corner's slope) and |a| capped at their
+    largest elsewhere: what the estimates resolve, so that a gradient scaled up by a bug does not
+    raise its own bar (0 without a direction)."""
+    if item.direction is None:
+        return 0.0
+    columns = item.planned.columns
+    with np.errstate(all="ignore"):
+        resolved = np.maximum(np.abs(item.slopes.left), np.abs(item.slopes.right))
+        analytic = np.abs(np.asarray(item.planned.gradient, dtype=np.float64)).reshape(-1)
+        magnitude = np.fmin(analytic, float(np.max(resolved, initial=0.0)))
+        magnitude[columns.offsets] = resolved
+        products = np.multiply(magnitude, np.abs(item.displacement.reshape(-1)), out=magnitude)
+        largest = float(np.max(products))
+        if not largest > 0.0 or not math.isfinite(largest):
+            return largest if largest > 0.0 else 0.0
+        return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+
+
+def _judge_parameter(
+    item: _Probed, counted: _Objective, jitter: float, largest: tuple, direction_scale: float
+) -> ParameterCheck:
     planned, columns = item.planned, item.planned.columns
     resolution = Resolution(gradient=_largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
@@ -813,9 +837,8 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         dataclasses.replace(planned, array=None, gradient=None), item.minus_values, item.plus_values, item.slopes
     )
     checks = CoordinateChecks(slim, center, jitter, resolution, primary, judged)
-    # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
-    own = 0.0 if item.direction is None else item.direction.scale
-    directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, check=largest[1]))
+    resolution = Resolution(gradient=direction_scale, check=largest[1])
+    directional = _judge_direction(item, counted, jitter, resolution)
     verdict = verdict_of(checks.verdicts() | {directional.verdict})
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     diagnosis = diagnose_parameter(

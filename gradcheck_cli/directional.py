@@ -136,11 +136,19 @@ def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side:
 
 
 def directional_estimate(
-    probe: DirectionalProbe, center: float, epsilon: float, jitter: float, kink_tolerance: float, scale: float
+    probe: DirectionalProbe,
+    center: float,
+    epsilon: float,
+    jitter: float,
+    kink_tolerance: float,
+    scale: float,
+    own_scale: float,
 ) -> StepEstimate:
     """The probe's StepEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
 
-    ``scale`` is the largest directional scale of the check, against which the slopes are compared.
+    ``scale`` is the largest directional scale of the check, against which the slopes are compared;
+    ``own_scale`` this direction's ‖g∘Δ‖₂ read from the numerical side (docs/method.md, "The
+    directional test"), what the tolerance is relative to beside max(|a|, |n|).
     """
     m = probe.multiplier
     numerical = (probe.plus_value - probe.minus_value) / (2 * m)
@@ -148,7 +156,7 @@ def directional_estimate(
     largest = max(abs(probe.minus_value), abs(center), abs(probe.plus_value))
     epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)[0])
     noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
-    consistent = slopes_agree(left, right, kink_tolerance, max(scale, probe.scale), noise)
+    consistent = slopes_agree(left, right, kink_tolerance, max(scale, own_scale), noise)
     return estimate_columns(
         m,
         probe.analytic,
@@ -158,5 +166,5 @@ def directional_estimate(
         jitter=jitter,
         gain=1.0 / m,
         consistent=consistent,
-        scale=max(abs(probe.analytic), abs(numerical), probe.scale),
+        scale=max(abs(probe.analytic), abs(numerical), own_scale),
     ).estimate(())
