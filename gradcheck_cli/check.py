@@ -84,6 +84,7 @@ from .sweep import (
     ProbeColumns,
     SlopeColumns,
     difference_at,
+    floor_factor,
     index_columns,
     plan_columns,
     primary_columns,
@@ -737,7 +738,8 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         values = (probes[0].minus_value, center, probes[0].plus_value)
         step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
         epsilons = value_epsilons([values[0]], center, [values[2]], planned.dtype.epsilon)
-        floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance)[0])
+        factor = floor_factor(planned.columns.analytic, planned.dtype)
+        floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
         judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
@@ -826,6 +828,7 @@ def _judge_parameter(
         tolerance=planned.tolerance,
         kink_tolerance=kink_tolerances,
         resolution=resolution.gradient,
+        floor_factor=floor_factor(columns.analytic, planned.dtype),
     )
     center = counted.centers[0]
     judged = {

@@ -14,6 +14,8 @@ __all__ = [
     "ROUNDING_FACTOR",
     "FAIL_MARGIN",
     "CONFIRMATION_FACTORS",
+    "FLOOR_FACTOR",
+    "HIGHER_PRECISION_FLOOR_FACTOR",
     "ErrorBar",
     "StepEstimate",
     "Judgement",
@@ -35,6 +37,9 @@ CONFIRMATION_FACTORS = (0.1, 10.0)
 #: The sensitivity floor: FLOOR_FACTOR times the estimate's expected relative error r² + ε/r, and
 #: never finer than the tolerance / FLOOR_FACTOR.
 FLOOR_FACTOR = 16.0
+#: The floor's factor where the analytic values carry more precision than the parameter's float32
+#: or bfloat16 (computed in float64): their own rounding needs no margin, the estimate's does.
+HIGHER_PRECISION_FLOOR_FACTOR = 8.0
 
 PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
 

@@ -21,7 +21,15 @@ import numpy as np
 from .dtypes import PROBE_DTYPES, ProbeDtype
 from .errors import ArrayMadeReadOnly, GradCheckError
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
-from .judge import FLOOR_FACTOR, ROUNDING_FACTOR, ErrorBar, Resolution, StepEstimate, verdict_passes
+from .judge import (
+    FLOOR_FACTOR,
+    HIGHER_PRECISION_FLOOR_FACTOR,
+    ROUNDING_FACTOR,
+    ErrorBar,
+    Resolution,
+    StepEstimate,
+    verdict_passes,
+)
 from .tensors import at_coordinate
 
 __all__ = [
@@ -40,6 +48,7 @@ __all__ = [
     "primary_columns",
     "passes",
     "sensitivity_floors",
+    "floor_factor",
     "value_epsilons",
 ]
 
@@ -444,11 +453,13 @@ def primary_columns(
     tolerance: float,
     kink_tolerance,
     resolution: float,
+    floor_factor: float = FLOOR_FACTOR,
 ) -> PrimaryColumns:
     """The estimate at h of every coordinate and its verdict there (every slope finite).
 
     ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
-    ``resolution`` the parameter's largest |numerical| value.
+    ``resolution`` the parameter's largest |numerical| value, ``floor_factor``
+    :func:`floor_factor`'s.
     """
     stencil = (columns.minus_spacing, columns.plus_spacing, columns.left_weight, columns.right_weight)
     estimates = _stencil_columns(
@@ -464,7 +475,7 @@ def primary_columns(
         kink_tolerance=kink_tolerance,
     )
     floor = sensitivity_floors(
-        columns.step, columns.theta, value_epsilons(minus_values, center, plus_values, epsilon), tolerance
+        columns.step, columns.theta, value_epsilons(minus_values, center, plus_values, epsilon), tolerance, floor_factor
     )
     with np.errstate(all="ignore"):
         passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
@@ -487,14 +498,27 @@ def passes(estimates, tolerance: float, limit, resolution: Resolution):
     )
 
 
-def sensitivity_floors(steps, theta, epsilons, tolerance: float) -> np.ndarray:
+def sensitivity_floors(steps, theta, epsilons, tolerance: float, factor: float = FLOOR_FACTOR) -> np.ndarray:
     """The smallest relative gap an estimate at requested ``steps`` at ``theta`` can support as
-    evidence: FLOOR_FACTOR·(r² + ε/r), r = step / max(1, |θ|), between tolerance / FLOOR_FACTOR and
+    evidence: factor·(r² + ε/r), r = step / max(1, |θ|), between tolerance / FLOOR_FACTOR and
     the tolerance (docs/method.md, "Verdicts")."""
     with np.errstate(all="ignore"):
         relative = steps / np.maximum(1.0, np.abs(theta))
-        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
+        floor = np.maximum(factor * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
         return np.minimum(tolerance, floor)
+
+
+def floor_factor(analytic: np.ndarray, dtype: ProbeDtype) -> float:
+    """HIGHER_PRECISION_FLOOR_FACTOR when some analytic value of a float32 (bfloat16) parameter is
+    no float32 (bfloat16) number: it was computed in higher precision; FLOOR_FACTOR otherwise."""
+    if dtype.significand_bits == 53 or len(analytic) == 0:
+        return FLOOR_FACTOR
+    with np.errstate(all="ignore"):
+        single = analytic.astype(np.float32)
+    own = single.astype(np.float64) == analytic
+    if dtype.significand_bits < 24:
+        own &= (single.view(np.uint32) & 0xFFFF) == 0
+    return FLOOR_FACTOR if own.all() else HIGHER_PRECISION_FLOOR_FACTOR
 
 
 def value_epsilons(minus_values, center, plus_values, epsilon: float):

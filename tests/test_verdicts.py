@@ -430,3 +430,27 @@ def test_noise_far_above_the_rounding_of_float64_is_named_as_lower_precision():
     # Named wherever the smallest step's estimate moves by more than 256·ε·|f| (at one coordinate
     # float32's quantization happens to give h/10 and h the same estimate).
     assert sum("far above the rounding of float64" in reason for reason in reasons) >= 3
+
+
+def test_a_float32_gradient_computed_in_float64_is_held_to_the_estimates_floor_not_float32s():
+    # f = Σ c_i (x_i − θ_i), float32 x, summed in float64: every estimate is exact up to f's rounding.
+    # A relative error 5e-4 lies between the floors at float32's default step, 8·(r² + ε/r) = 3.87e-4
+    # and 16·(r² + ε/r) = 7.75e-4 (r = ε^(1/3), ε = 2⁻²³). Analytic values that are no float32
+    # numbers were computed in float64, whose rounding needs no margin: the error fails; the same
+    # values rounded to float32 (a float32 backward pass, which carries its own rounding) pass.
+    theta = np.array([0.5, -1.5, 2.0, 0.25], dtype=np.float32)
+    c = np.array([0.75, -1.25, 2.0, 0.5])
+
+    def objective(p):
+        return math.fsum((c * (p["x"].astype(np.float64) - theta.astype(np.float64))).tolist())
+
+    wrong = c * (1 + 5e-4)
+    assert not np.array_equal(wrong.astype(np.float32).astype(np.float64), wrong)
+    computed_in_float64 = check_gradients(objective, {"x": theta.copy()}, {"x": wrong}, samples="all")
+    assert computed_in_float64.verdict == FAILED
+    errors = {
+        estimate.relative_error for record in computed_in_float64.parameters[0].checks for estimate in record.estimates
+    }
+    assert all(abs(error - 5e-4) < 1e-6 for error in errors)
+    in_float32 = wrong.astype(np.float32).astype(np.float64)
+    assert check_gradients(objective, {"x": theta.copy()}, {"x": in_float32}, samples="all").verdict == PASSED
