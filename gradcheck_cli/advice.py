@@ -100,11 +100,11 @@ def default_steps(point: float, dtype="float64") -> tuple:
     sits three decades below the top and four above the bottom, so the
     sequence sees both the truncation and the rounding side.
     """
-    epsilon = probe_dtype(dtype, role="probed").epsilon
+    dtype = probe_dtype(dtype, role="probed")
+    epsilon = dtype.epsilon
     scale = max(1.0, abs(float(point)))
-    cube_root = epsilon ** (1.0 / 3.0)
-    top = scale * cube_root * 2.0**DEFAULT_STEPS_ABOVE
-    smallest = max(cube_root * 2.0**-DEFAULT_STEPS_BELOW, scale * epsilon * SMALLEST_STEP_IN_EPSILONS)
+    top = dtype.default_step(point) * 2.0**DEFAULT_STEPS_ABOVE
+    smallest = max(dtype.step_factor * 2.0**-DEFAULT_STEPS_BELOW, scale * epsilon * SMALLEST_STEP_IN_EPSILONS)
     # The grid is anchored at the top even when the cap below cuts its first steps off.
     largest = min(top, scale * LARGEST_STEP_FRACTION)
     return tuple(step for step in geometric_steps(top, smallest) if step <= largest)

@@ -61,14 +61,10 @@ from .judge import (
     PASSED,
     Judgement,
     Resolution,
-    StepEstimate,
     agreement,
     judge_confirmed,
     judge_primary,
-    sensitivity_floor,
-    stencil_gain,
-    step_estimate,
-    value_epsilon,
+    verdict_of,
     with_step_sensitivity,
 )
 from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
@@ -88,11 +84,15 @@ from .sweep import (
     ProbeColumns,
     SlopeColumns,
     difference_at,
+    floor_factor,
     index_columns,
     plan_columns,
     primary_columns,
     probe_values,
+    sensitivity_floors,
     slope_columns,
+    stencil_estimates,
+    value_epsilons,
     with_probes,
 )
 from .tensors import (
@@ -528,11 +528,11 @@ def _checked(plan: list, counted: _Objective, step, progress, workers) -> Gradie
     with parallel.probing(workers, plan) as pool:
         probed = _first_pass(plan, counted, progress, total, pool)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
-    largest = (
-        max([0.0] + [_largest_gradient(item) for item in probed]),
-        max([0.0] + [item.direction.scale for item in probed if item.direction is not None]),
-    )
-    checks = [_judge_parameter(item, counted, purity.spread, largest) for item in probed]
+    direction_scales = [_direction_scale(item) for item in probed]
+    largest = (max([0.0] + [_largest_gradient(item) for item in probed]), max([0.0, *direction_scales]))
+    checks = [
+        _judge_parameter(item, counted, purity.spread, largest, scale) for item, scale in zip(probed, direction_scales)
+    ]
     counted.unchanged()  # the confirmations and directional probes may not have changed θ either
     return _report(checks, purity, step_advice, counted.calls)
 
@@ -596,7 +596,7 @@ def _probe_segment(planned, start, stop, counted: _Objective, minus, plus, progr
 
 
 def _difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:
-    """Coordinate k's CentralDifference at h (the scalar code's typed error in AtParameter if it has one)."""
+    """Coordinate k's CentralDifference at h (the chapter's typed error in AtParameter if it has one)."""
     try:
         return difference_at(planned.columns, k, float(minus_values[k]), center, float(plus_values[k]))
     except GradCheckError as error:
@@ -626,41 +626,10 @@ def _probe_direction(planned: _PlannedParameter, original, displacement, multipl
 
 def _direction_displacement(planned: _PlannedParameter, original: np.ndarray) -> np.ndarray:
     """h_i·s_i/√N: each coordinate's step along the ±1 direction, scaled so that ‖Δ‖ is about one step."""
-    if planned.step is None:
-        steps = planned.dtype.step_factor * np.maximum(1.0, np.abs(original))
-    else:
-        steps = np.full(original.shape, float(planned.step))
+    steps = planned.dtype.default_step(original) if planned.step is None else np.full(original.shape, planned.step)
     steps = steps * direction_signs(original.size).reshape(original.shape)
     steps /= math.sqrt(original.size)
     return steps
-
-
-def _kink_tolerance(planned: _PlannedParameter, step: float, point: float) -> float:
-    if planned.kink_tolerance is not None:
-        return planned.kink_tolerance
-    if planned.step is None:
-        return planned.dtype.kink_tolerance  # exactly ε^(1/6) at the default step
-    return kink_tolerance_for_step(step, point, planned.dtype)
-
-
-def _coordinate_estimate(planned, difference: CentralDifference, analytic: float, jitter: float) -> StepEstimate:
-    """The StepEstimate of a confirmation step's difference (the first step's is read from the columns).
-
-    ε is the precision f's values carry (float32's for an objective computed in float32).
-    """
-    d = difference
-    slopes = compare_one_sided_slopes(d, _kink_tolerance(planned, d.requested_step, d.point))
-    values = (d.minus_value, d.center_value, d.plus_value)
-    return step_estimate(
-        d.requested_step,
-        analytic,
-        d.derivative,
-        largest_value=max(abs(value) for value in values),
-        epsilon=value_epsilon(values, planned.dtype.epsilon),
-        jitter=jitter,
-        gain=stencil_gain(d.minus_spacing, d.plus_spacing, d.left_weight, d.right_weight),
-        slopes_consistent=slopes.consistent,
-    )
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
@@ -688,19 +657,27 @@ def _judge_coordinate(
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
-        slopes = compare_one_sided_slopes(
-            difference, _kink_tolerance(planned, difference.requested_step, difference.point)
-        )
+        kink_tolerance = float(_kink_tolerances(planned, difference.requested_step, difference.point))
+        slopes = compare_one_sided_slopes(difference, kink_tolerance)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
-    estimates = (primary.estimate(planned.columns, item.slopes, k),)
+    estimates = (primary.estimate(k),)
     floor = float(primary.floor[k])
     if primary.passed[k]:
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
         differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
+        confirmations = stencil_estimates(
+            differences[1:],
+            analytic,
+            epsilon=planned.dtype.epsilon,
+            jitter=jitter,
+            kink_tolerance=_kink_tolerances(
+                planned, np.array([d.requested_step for d in differences[1:]]), difference.point
+            ),
+        )
         estimates = with_step_sensitivity(
-            [estimates[0], *(_coordinate_estimate(planned, other, analytic, jitter) for other in differences[1:])]
+            [estimates[0], *(confirmations.estimate(j) for j in range(len(differences) - 1))]
         )
         judgement = judge_confirmed(
             estimates,
@@ -724,8 +701,10 @@ def _judge_coordinate(
 
 def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
     """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
-    epsilon = value_epsilon(
-        (difference.minus_value, difference.center_value, difference.plus_value), planned.dtype.epsilon
+    epsilon = float(
+        value_epsilons(
+            [difference.minus_value], difference.center_value, [difference.plus_value], planned.dtype.epsilon
+        )[0]
     )
     if epsilon == planned.dtype.epsilon:
         return None
@@ -747,18 +726,22 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
     """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed."""
     planned = item.planned
     center = counted.centers[0]
-    kink_tolerance = _kink_tolerance(planned, 0.0 if planned.step is None else planned.step, 0.0)
+    kink_tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale)
+        return directional_estimate(
+            probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale, resolution.gradient
+        )
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
     if probes:
         values = (probes[0].minus_value, center, probes[0].plus_value)
-        step = planned.dtype.step_factor if planned.step is None else planned.step
-        floor = sensitivity_floor(step, 0.0, value_epsilon(values, planned.dtype.epsilon), planned.tolerance)
+        step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
+        epsilons = value_epsilons([values[0]], center, [values[2]], planned.dtype.epsilon)
+        factor = floor_factor(planned.columns.analytic, planned.dtype)
+        floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
         judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
@@ -797,20 +780,45 @@ def _largest_gradient(item: _Probed) -> float:
     return max(0.0, float(np.max(np.abs(item.slopes.derivative))))
 
 
-def _kink_tolerances(planned: _PlannedParameter):
-    """The one-sided slopes' tolerance at each coordinate's step h: a number, or a column."""
+def _kink_tolerances(planned: _PlannedParameter, steps, theta):
+    """The one-sided slopes' tolerance at requested ``steps`` at ``theta``: a number, or a column.
+
+    The given one; at the default step ε^(1/6) (at every confirmation step too); else
+    :func:`kink_tolerance_for_step`'s rule.
+    """
     if planned.kink_tolerance is not None:
         return planned.kink_tolerance
     if planned.step is None:
         return planned.dtype.kink_tolerance
-    theta = planned.columns.theta
-    return np.maximum(planned.dtype.kink_tolerance, np.sqrt(planned.columns.step / np.maximum(1.0, np.abs(theta))))
+    return _step_kink_tolerances(steps, theta, planned.dtype)
 
 
-def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest: tuple) -> ParameterCheck:
+def _direction_scale(item: _Probed) -> float:
+    """‖ĝ∘Δ‖₂ of the direction Δ, with ĝ the larger one-sided slope's magnitude at the checked
+    coordinates (at least |numerical|; at a corner, the corner's slope) and |a| capped at their
+    largest elsewhere: what the estimates resolve, so that a gradient scaled up by a bug does not
+    raise its own bar (0 without a direction)."""
+    if item.direction is None:
+        return 0.0
+    columns = item.planned.columns
+    with np.errstate(all="ignore"):
+        resolved = np.maximum(np.abs(item.slopes.left), np.abs(item.slopes.right))
+        analytic = np.abs(np.asarray(item.planned.gradient, dtype=np.float64)).reshape(-1)
+        magnitude = np.fmin(analytic, float(np.max(resolved, initial=0.0)))
+        magnitude[columns.offsets] = resolved
+        products = np.multiply(magnitude, np.abs(item.displacement.reshape(-1)), out=magnitude)
+        largest = float(np.max(products))
+        if not largest > 0.0 or not math.isfinite(largest):
+            return largest if largest > 0.0 else 0.0
+        return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+
+
+def _judge_parameter(
+    item: _Probed, counted: _Objective, jitter: float, largest: tuple, direction_scale: float
+) -> ParameterCheck:
     planned, columns = item.planned, item.planned.columns
     resolution = Resolution(gradient=_largest_gradient(item), check=largest[0])
-    kink_tolerances = _kink_tolerances(planned)
+    kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
     primary = primary_columns(
         columns,
         item.minus_values,
@@ -822,6 +830,7 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         tolerance=planned.tolerance,
         kink_tolerance=kink_tolerances,
         resolution=resolution.gradient,
+        floor_factor=floor_factor(columns.analytic, planned.dtype),
     )
     center = counted.centers[0]
     judged = {
@@ -833,11 +842,9 @@ def _judge_parameter(item: _Probed, counted: _Objective, jitter: float, largest:
         dataclasses.replace(planned, array=None, gradient=None), item.minus_values, item.plus_values, item.slopes
     )
     checks = CoordinateChecks(slim, center, jitter, resolution, primary, judged)
-    # The direction's values are changes of f per unit multiplier: its scale is ‖a∘Δ‖₂/2.
-    own = 0.0 if item.direction is None else item.direction.scale
-    directional = _judge_direction(item, counted, jitter, Resolution(gradient=own, check=largest[1]))
-    verdicts = checks.verdicts() | {directional.verdict}
-    verdict = FAILED if FAILED in verdicts else (PASSED if verdicts == {PASSED} else INCONCLUSIVE)
+    resolution = Resolution(gradient=direction_scale, check=largest[1])
+    directional = _judge_direction(item, counted, jitter, resolution)
+    verdict = verdict_of(checks.verdicts() | {directional.verdict})
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     diagnosis = diagnose_parameter(
         checks.failed(),
@@ -885,13 +892,7 @@ def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: fl
 
 
 def _report(checks: list, purity: PurityVerdict, step_advice, evaluations: int) -> GradientCheckReport:
-    verdicts = {check.verdict for check in checks}
-    if FAILED in verdicts:
-        verdict = FAILED
-    elif verdicts == {PASSED} and not purity.stateful:
-        verdict = PASSED
-    else:
-        verdict = INCONCLUSIVE
+    verdict = verdict_of((check.verdict for check in checks), purity.stateful)
     return GradientCheckReport(
         verdict=verdict,
         passed=verdict == PASSED,
@@ -952,8 +953,13 @@ def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
         The parameter's dtype (float64, float32 or bfloat16).
     """
     dtype = dtype if isinstance(dtype, ProbeDtype) else probe_dtype(dtype)
-    relative = validate_step(step) / max(1.0, abs(float(point)))
-    return max(dtype.kink_tolerance, math.sqrt(relative))
+    return float(_step_kink_tolerances(np.float64(validate_step(step)), np.float64(point), dtype))
+
+
+def _step_kink_tolerances(steps, theta, dtype: ProbeDtype):
+    """max(ε^(1/6), √(h / max(1, |θ|))) of each requested step h at θ (numbers or columns)."""
+    with np.errstate(all="ignore"):
+        return np.maximum(dtype.kink_tolerance, np.sqrt(steps / np.maximum(1.0, np.abs(theta))))
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:

@@ -14,9 +14,10 @@ import numpy as np
 
 from .errors import ArrayMadeReadOnly, NonFiniteEvaluation
 from .estimator import evaluated_value
-from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree, step_estimate, value_epsilon
+from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
 from .records import Record
 from .splitmix import splitmix64_array
+from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
 __all__ = ["DIRECTION_SEED", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
@@ -135,27 +136,35 @@ def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side:
 
 
 def directional_estimate(
-    probe: DirectionalProbe, center: float, epsilon: float, jitter: float, kink_tolerance: float, scale: float
+    probe: DirectionalProbe,
+    center: float,
+    epsilon: float,
+    jitter: float,
+    kink_tolerance: float,
+    scale: float,
+    own_scale: float,
 ) -> StepEstimate:
     """The probe's StepEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
 
-    ``scale`` is the largest directional scale of the check, against which the slopes are compared.
+    ``scale`` is the largest directional scale of the check, against which the slopes are compared;
+    ``own_scale`` this direction's ‖g∘Δ‖₂ read from the numerical side (docs/method.md, "The
+    directional test"), what the tolerance is relative to beside max(|a|, |n|).
     """
     m = probe.multiplier
     numerical = (probe.plus_value - probe.minus_value) / (2 * m)
     left, right = (center - probe.minus_value) / m, (probe.plus_value - center) / m
     largest = max(abs(probe.minus_value), abs(center), abs(probe.plus_value))
-    epsilon = value_epsilon((probe.minus_value, center, probe.plus_value), epsilon)
+    epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)[0])
     noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
-    consistent = slopes_agree(left, right, kink_tolerance, max(scale, probe.scale), noise)
-    return step_estimate(
+    consistent = slopes_agree(left, right, kink_tolerance, max(scale, own_scale), noise)
+    return estimate_columns(
         m,
         probe.analytic,
         numerical,
         largest_value=largest,
-        epsilon=epsilon,
+        epsilons=epsilon,
         jitter=jitter,
         gain=1.0 / m,
-        slopes_consistent=consistent,
-        scale=max(abs(probe.analytic), abs(numerical), probe.scale),
-    )
+        consistent=consistent,
+        scale=max(abs(probe.analytic), abs(numerical), own_scale),
+    ).estimate(())

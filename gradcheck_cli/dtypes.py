@@ -65,8 +65,11 @@ class ProbeDtype(Record):
     tolerance: float
     kink_tolerance: float
 
-    def default_step(self, point: float) -> float:
-        """The default requested step ε^(1/3)·max(1, |θ|) at ``point``."""
+    def default_step(self, point):
+        """The default requested step ε^(1/3)·max(1, |θ|) at ``point``: a float, or a numpy array
+        (then a step for each element, as an array of float64)."""
+        if hasattr(point, "shape") and point.shape:
+            return self.step_factor * abs(point.astype("float64")).clip(min=1.0)
         return self.step_factor * max(1.0, abs(float(point)))
 
     def round_exact(self, value: Fraction) -> float:

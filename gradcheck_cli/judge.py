@@ -5,7 +5,6 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -15,14 +14,14 @@ __all__ = [
     "ROUNDING_FACTOR",
     "FAIL_MARGIN",
     "CONFIRMATION_FACTORS",
+    "FLOOR_FACTOR",
+    "HIGHER_PRECISION_FLOOR_FACTOR",
     "ErrorBar",
     "StepEstimate",
     "Judgement",
     "Resolution",
-    "stencil_gain",
-    "sensitivity_floor",
-    "relative_error",
-    "step_estimate",
+    "verdict_passes",
+    "verdict_of",
     "judge_primary",
     "agreement",
     "with_step_sensitivity",
@@ -38,6 +37,9 @@ CONFIRMATION_FACTORS = (0.1, 10.0)
 #: The sensitivity floor: FLOOR_FACTOR times the estimate's expected relative error r² + ε/r, and
 #: never finer than the tolerance / FLOOR_FACTOR.
 FLOOR_FACTOR = 16.0
+#: The floor's factor where the analytic values carry more precision than the parameter's float32
+#: or bfloat16 (computed in float64): their own rounding needs no margin, the estimate's does.
+HIGHER_PRECISION_FLOOR_FACTOR = 8.0
 
 PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
 
@@ -87,25 +89,6 @@ class Judgement(Record):
     reason: str
 
 
-def value_epsilon(values, epsilon: float) -> float:
-    """ε of the precision f actually carries: float32's (bfloat16's) when every value is one.
-
-    An objective computed in float32 for float64 parameters returns float32 values; the bar must
-    use their rounding, not the parameters'.
-    """
-    if epsilon >= 2.0**-7:
-        return epsilon
-    try:
-        single = array("f", values)  # rounded to float32 in one C loop
-    except OverflowError:
-        return epsilon
-    if list(single) != list(values):
-        return epsilon
-    if all(word & 0xFFFF == 0 for word in array("I", single.tobytes())):  # bfloat16: float32's top half
-        return 2.0**-7
-    return max(epsilon, 2.0**-23)
-
-
 def slopes_agree(left: float, right: float, tolerance: float, scale: float, noise: float) -> bool:
     """The one-sided slopes agree: |left − right| ≤ tolerance·max(|left|, |right|, scale) + noise.
 
@@ -115,68 +98,12 @@ def slopes_agree(left: float, right: float, tolerance: float, scale: float, nois
     return abs(left - right) <= tolerance * max(abs(left), abs(right), scale) + noise
 
 
-def stencil_gain(minus_spacing: float, plus_spacing: float, left_weight: float, right_weight: float) -> float:
-    """The largest change of the weighted three-point estimate per unit error in each of f₋, f₀, f₊."""
-    left = left_weight / minus_spacing
-    right = right_weight / plus_spacing
-    return left + right + abs(left - right)
-
-
-def sensitivity_floor(step: float, point: float, epsilon: float, tolerance: float) -> float:
-    """The smallest relative gap an estimate at requested ``step`` can support as evidence:
-    FLOOR_FACTOR·(r² + ε/r), r = step / max(1, |θ|) (truncation and rounding for unit derivatives),
-    between tolerance / FLOOR_FACTOR and the tolerance (docs/method.md, "Verdicts")."""
-    relative = step / max(1.0, abs(point))
-    return min(tolerance, max(FLOOR_FACTOR * (relative * relative + epsilon / relative), tolerance / FLOOR_FACTOR))
-
-
-def relative_error(analytic: float, numerical: float, scale: float) -> float:
-    """|a − n| / scale; 0 when the scale is 0 (and so a = n = 0)."""
-    return 0.0 if scale == 0.0 else abs(analytic - numerical) / scale
-
-
-def step_estimate(
-    step: float,
-    analytic: float,
-    numerical: float,
-    *,
-    largest_value: float,
-    epsilon: float,
-    jitter: float,
-    gain: float,
-    slopes_consistent: bool = True,
-    scale: float = None,
-) -> StepEstimate:
-    """One StepEstimate whose bar has the a-priori parts: rounding and jitter of f, times ``gain``.
-
-    ``scale`` defaults to max(|a|, |n|).
-    """
-    if scale is None:
-        scale = max(abs(analytic), abs(numerical))
-    rounding = ROUNDING_FACTOR * epsilon * largest_value * gain
-    spread = jitter * gain
-    bar = ErrorBar(rounding=rounding, jitter=spread, step_sensitivity=0.0, total=rounding + spread)
-    return StepEstimate(
-        step=step,
-        analytic=analytic,
-        numerical=numerical,
-        scale=scale,
-        relative_error=relative_error(analytic, numerical, scale),
-        slopes_consistent=slopes_consistent,
-        error_bar=bar,
-    )
-
-
 def threshold(estimate: StepEstimate, tolerance: float, floor: float) -> float:
     """The relative gap up to which ``estimate`` agrees: FAIL_MARGIN error bars, at least ``floor``
     (what the estimate can support at its step), at most ``tolerance`` (the user's bound)."""
     if estimate.scale == 0.0:
         return tolerance
     return min(tolerance, max(floor, FAIL_MARGIN * estimate.error_bar.total / estimate.scale))
-
-
-def _agrees(estimate: StepEstimate, limit: float) -> bool:
-    return estimate.slopes_consistent and estimate.relative_error <= limit
 
 
 @dataclass(frozen=True)
@@ -193,33 +120,62 @@ def _resolution_scale(resolution: Resolution) -> float:
     return max(resolution.gradient, resolution.check)
 
 
-def _within_resolution(estimate: StepEstimate, tolerance: float, resolution: Resolution) -> bool:
-    """Agreement where the estimate cannot resolve a relative comparison, at the scale of the
-    gradients that matter.
+def verdict_passes(
+    analytic,
+    numerical,
+    bar,
+    scale,
+    relative,
+    consistent,
+    limit,
+    tolerance: float,
+    resolution: Resolution,
+    unresolved=True,
+):
+    """Agreement within ``limit`` at consistent slopes, or, where ``unresolved`` (no other estimate
+    resolves it better), agreement where the estimate cannot resolve a relative comparison, at the
+    scale of the gradients that matter: elementwise, on floats or on numpy columns alike.
 
     Either both values are indistinguishable from zero at the error bar and the bar is small beside
-    the parameter's or the check's largest gradient, or the estimate cannot resolve a relative
-    comparison (FAIL_MARGIN bars exceed the tolerance of max(|a|, |n|), and |a − n| is within
-    them) and the worst case |a − n| + bar is within the tolerance of the
-    parameter's own largest numerical gradient.
+    the parameter's or the check's largest gradient, or FAIL_MARGIN bars exceed the tolerance of
+    the scale and |a − n| is within them, and the worst case |a − n| + bar is within the tolerance
+    of the parameter's own largest numerical gradient.
     """
-    bar = estimate.error_bar.total
-    if not estimate.slopes_consistent:
-        return False
-    zero = abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
-    if zero and bar <= tolerance * _resolution_scale(resolution):
-        return True
-    gap = abs(estimate.analytic - estimate.numerical)
-    unresolved = FAIL_MARGIN * bar > tolerance * estimate.scale and gap <= FAIL_MARGIN * bar
-    return unresolved and gap + bar <= tolerance * resolution.gradient
+    agrees = consistent & (relative <= limit)
+    if not unresolved:
+        return agrees
+    zero = (abs(analytic) <= bar) & (abs(numerical) <= bar) & (bar <= tolerance * _resolution_scale(resolution))
+    gap = abs(analytic - numerical)
+    small = (FAIL_MARGIN * bar > tolerance * scale) & (gap <= FAIL_MARGIN * bar)
+    small = small & (gap + bar <= tolerance * resolution.gradient)
+    return agrees | (consistent & (zero | small))
+
+
+def verdict_of(verdicts, stateful: bool = False) -> str:
+    """The verdict of a whole from its parts': failed if any failed, passed if all passed (and f
+    is not stateful), inconclusive otherwise."""
+    verdicts = set(verdicts)
+    if FAILED in verdicts:
+        return FAILED
+    return PASSED if verdicts == {PASSED} and not stateful else INCONCLUSIVE
 
 
 def _passes(
     estimate: StepEstimate, tolerance: float, limit: float, resolution: Resolution, unresolved: bool = True
 ) -> bool:
-    """Agreement within ``limit``, or, where ``unresolved`` (the estimate with the smallest bar: no
-    other resolves it better), within the resolution of the gradients that matter."""
-    return _agrees(estimate, limit) or (unresolved and _within_resolution(estimate, tolerance, resolution))
+    """:func:`verdict_passes` of one estimate."""
+    return verdict_passes(
+        estimate.analytic,
+        estimate.numerical,
+        estimate.error_bar.total,
+        estimate.scale,
+        estimate.relative_error,
+        estimate.slopes_consistent,
+        limit,
+        tolerance,
+        resolution,
+        unresolved,
+    )
 
 
 def _disagrees(estimate: StepEstimate, floor: float) -> bool:

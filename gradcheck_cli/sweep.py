@@ -1,11 +1,12 @@
 """The coordinate sweep, column-wise: every selected coordinate's probes planned at once, the
-probing loop, and each estimate at the first step with its verdict, as numpy columns.
+probing loop, and every estimate with its error bar and its verdict at the first step, as numpy
+columns: the one engine that the first step, the confirmation steps (h/10, 10h) and the
+directional test all use.
 
-The arithmetic is the scalar code's (:mod:`gradcheck_cli.estimator`, :mod:`gradcheck_cli.judge`)
-operation for operation, so every column is bit-identical to what those functions compute for
-one coordinate; a coordinate that is refused, or that does not pass at its first step, goes back
-to the scalar code (which raises the typed error, or confirms at other steps). How the verdict
-is decided is docs/method.md ("Verdicts").
+The probes are :func:`~gradcheck_cli.dtypes.dtype_perturbations`' bit for bit; where the columns
+find a probe or slope unusable, the chapter's own validation (:func:`~gradcheck_cli.estimator.probe_geometry`,
+:func:`~gradcheck_cli.estimator.difference_from_values`) decides and raises its typed error. How the
+verdict is decided is docs/method.md ("Verdicts").
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ from fractions import Fraction
 
 import numpy as np
 
-from .dtypes import PROBE_DTYPES, ProbeDtype, dtype_perturbations
+from .dtypes import PROBE_DTYPES, ProbeDtype
 from .errors import ArrayMadeReadOnly, GradCheckError
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
-from .judge import FAIL_MARGIN, FLOOR_FACTOR, ROUNDING_FACTOR, ErrorBar, StepEstimate
+from .judge import (
+    FLOOR_FACTOR,
+    HIGHER_PRECISION_FLOOR_FACTOR,
+    ROUNDING_FACTOR,
+    ErrorBar,
+    Resolution,
+    StepEstimate,
+    verdict_passes,
+)
 from .tensors import at_coordinate
 
 __all__ = [
@@ -32,8 +41,15 @@ __all__ = [
     "difference_at",
     "SlopeColumns",
     "slope_columns",
+    "EstimateColumns",
+    "estimate_columns",
+    "stencil_estimates",
     "PrimaryColumns",
     "primary_columns",
+    "passes",
+    "sensitivity_floors",
+    "floor_factor",
+    "value_epsilons",
 ]
 
 
@@ -89,7 +105,7 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
     theta = columns.theta
     with np.errstate(all="ignore"):  # Python floats never warn: neither does their arithmetic here
         if step is None:
-            steps = dtype.step_factor * np.maximum(1.0, np.abs(theta))
+            steps = dtype.default_step(theta)
         else:
             steps = np.full(theta.shape, float(step))
         minus, plus = _rounded_probes(theta, steps, dtype)
@@ -103,8 +119,10 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
         valid = np.isfinite(minus) & np.isfinite(plus) & (minus != theta) & (plus != theta)
         valid &= np.isfinite(minus_spacing) & (minus_spacing > 0.0) & np.isfinite(plus_spacing) & (plus_spacing > 0.0)
         valid &= np.isfinite(left_weight) & np.isfinite(right_weight)
-    if not valid.all():
-        _raise_first_invalid(columns, steps, dtype, int(np.argmin(valid)))
+    for k in np.flatnonzero(~valid).tolist():  # the chapter's validation decides (the first raises)
+        geometry = _geometry(columns, k, float(steps[k]), float(minus[k]), float(plus[k]))
+        minus_spacing[k], plus_spacing[k] = geometry.minus_spacing, geometry.plus_spacing
+        left_weight[k], right_weight[k] = geometry.left_weight, geometry.right_weight
     return ProbeColumns(
         columns.shape,
         columns.offsets,
@@ -120,13 +138,13 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
     )
 
 
-def _raise_first_invalid(columns: ProbeColumns, steps, dtype: ProbeDtype, k: int):
-    """The scalar code's typed error for the k-th coordinate's probes (which the columns found invalid)."""
+def _geometry(columns: ProbeColumns, k: int, step: float, minus: float, plus: float):
+    """:func:`~gradcheck_cli.estimator.probe_geometry` of the k-th coordinate's rounded probes; its
+    typed error in AtCoordinate."""
     try:
-        dtype_perturbations(float(columns.theta[k]), float(steps[k]), dtype)
-    except Exception as error:
+        return probe_geometry(float(columns.theta[k]), step, minus, plus)
+    except GradCheckError as error:
         raise at_coordinate(columns.coordinate(k), error) from error
-    raise AssertionError(f"the probe columns and dtype_perturbations disagree at {columns.coordinate(k)}")
 
 
 def _rounded_probes(theta: np.ndarray, steps: np.ndarray, dtype: ProbeDtype) -> tuple:
@@ -185,7 +203,7 @@ def probe_values(
     is looked at, whatever the objective does. The values are appended to ``minus_values`` and
     ``plus_values``.
 
-    As the scalar code does, in this order: a non-finite or non-scalar value, or the array made
+    As the chapter's scalar check does, in this order: a non-finite or non-scalar value, or the array made
     read-only by the objective, is its typed error in AtCoordinate right after that call; with
     ``center`` (f(θ)), a coordinate whose slopes or estimate are not finite is its typed error
     right after its second call. ``progress(k)`` after each coordinate k (counted from 1).
@@ -226,8 +244,7 @@ def probe_values(
                 if not isfinite(
                     left_weight * ((center - minus) / minus_spacing) + right_weight * ((value - center) / plus_spacing)
                 ):
-                    difference_at(columns, start + k, minus, center, value)
-                    raise AssertionError(f"the slopes at {columns.coordinate(start + k)} are finite after all")
+                    difference_at(columns, start + k, minus, center, value)  # the chapter's rule raises
             if progress is not None:
                 progress(start + k + 1)
     minus_values += values[0::2]
@@ -293,42 +310,135 @@ def slope_columns(columns: ProbeColumns, minus_values: np.ndarray, center: float
 
 
 @dataclass(frozen=True)
-class PrimaryColumns:
-    """Every coordinate's estimate at its first step h and whether it passes there: the one place
-    these rules are written (docs/method.md, "Verdicts"); a coordinate's record reads them.
+class EstimateColumns:
+    """Estimates at one step each, as columns: the one place an estimate's error bar is written.
 
-    ``relative_error`` |a − n| / max(|a|, |n|) (``scale``), the error bar's ``rounding`` and
-    ``jitter`` and their sum ``bar``, the one-sided slopes' agreement ``consistent``, the
-    sensitivity ``floor``, and ``passed``, True where the verdict is decided at h (the rest are
-    confirmed at other steps).
+    ``step`` the requested step (a direction's multiplier), ``analytic`` and ``numerical`` the two
+    values, ``scale`` what the tolerance is relative to, ``relative_error`` |a − n| / scale (0 where
+    the scale is 0), the bar's ``rounding`` ROUNDING_FACTOR·ε·max|f|·gain and ``jitter``·gain and
+    their sum ``bar``, and the one-sided slopes' agreement ``consistent``.
     """
 
+    step: np.ndarray
+    analytic: np.ndarray
+    numerical: np.ndarray
+    scale: np.ndarray
     relative_error: np.ndarray
     rounding: np.ndarray
     jitter: np.ndarray
     bar: np.ndarray
-    scale: np.ndarray
     consistent: np.ndarray
-    floor: np.ndarray
-    passed: np.ndarray
 
-    def estimate(self, columns: ProbeColumns, slopes: SlopeColumns, k: int) -> StepEstimate:
-        """Coordinate k's StepEstimate at h, read from the columns."""
-        bar = ErrorBar(
-            rounding=float(self.rounding[k]),
-            jitter=float(self.jitter[k]),
-            step_sensitivity=0.0,
-            total=float(self.bar[k]),
-        )
+    def estimate(self, k: int) -> StepEstimate:
+        """The k-th estimate as a record."""
+        rounding, jitter, total = float(self.rounding[k]), float(self.jitter[k]), float(self.bar[k])
         return StepEstimate(
-            step=float(columns.step[k]),
-            analytic=float(columns.analytic[k]),
-            numerical=float(slopes.derivative[k]),
+            step=float(self.step[k]),
+            analytic=float(self.analytic[k]),
+            numerical=float(self.numerical[k]),
             scale=float(self.scale[k]),
             relative_error=float(self.relative_error[k]),
             slopes_consistent=bool(self.consistent[k]),
-            error_bar=bar,
+            error_bar=ErrorBar(rounding=rounding, jitter=jitter, step_sensitivity=0.0, total=total),
         )
+
+
+def estimate_columns(step, analytic, numerical, *, largest_value, epsilons, jitter, gain, consistent, scale=None):
+    """The estimates' columns (each argument a number or a column); ``scale`` defaults to max(|a|, |n|)."""
+    with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
+        analytic, numerical = np.asarray(analytic, dtype=np.float64), np.asarray(numerical, dtype=np.float64)
+        rounding = ROUNDING_FACTOR * epsilons * largest_value * gain
+        spread = jitter * gain
+        if scale is None:
+            scale = np.maximum(np.abs(analytic), np.abs(numerical))
+        gap = np.abs(analytic - numerical)
+        relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
+    shape = np.broadcast(analytic, numerical, rounding, spread, scale).shape
+
+    def column(values, dtype=np.float64):
+        return np.broadcast_to(np.asarray(values, dtype=dtype), shape)
+
+    return EstimateColumns(
+        column(step),
+        column(analytic),
+        column(numerical),
+        column(scale),
+        column(relative),
+        column(rounding),
+        column(spread),
+        column(rounding + spread),
+        column(consistent, bool),
+    )
+
+
+def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jitter: float, kink_tolerance):
+    """The EstimateColumns of one coordinate's CentralDifferences (its confirmation steps)."""
+    fields = ("minus_value", "center_value", "plus_value", "left_slope", "right_slope", "derivative")
+    fields += ("minus_spacing", "plus_spacing", "left_weight", "right_weight", "requested_step")
+    values = {name: np.array([getattr(d, name) for d in differences], dtype=np.float64) for name in fields}
+    return _stencil_columns(
+        values["requested_step"],
+        analytic,
+        values["minus_value"],
+        values["center_value"],
+        values["plus_value"],
+        SlopeColumns(values["left_slope"], values["right_slope"], values["derivative"], None),
+        (values["minus_spacing"], values["plus_spacing"], values["left_weight"], values["right_weight"]),
+        epsilon=epsilon,
+        jitter=jitter,
+        kink_tolerance=kink_tolerance,
+    )
+
+
+def _stencil_columns(
+    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance
+):
+    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance."""
+    minus_spacing, plus_spacing, left_weight, right_weight = stencil
+    with np.errstate(all="ignore"):
+        left, right = slopes.left, slopes.right
+        slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
+        consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
+        largest_value = np.maximum(np.maximum(np.abs(minus_values), np.abs(center)), np.abs(plus_values))
+        left_gain = left_weight / minus_spacing
+        right_gain = right_weight / plus_spacing
+        gain = left_gain + right_gain + np.abs(left_gain - right_gain)
+    return estimate_columns(
+        step,
+        analytic,
+        slopes.derivative,
+        largest_value=largest_value,
+        epsilons=value_epsilons(minus_values, center, plus_values, epsilon),
+        jitter=jitter,
+        gain=gain,
+        consistent=consistent,
+    )
+
+
+@dataclass(frozen=True)
+class PrimaryColumns:
+    """Every coordinate's estimate at its first step h and whether it passes there; a
+    coordinate's record reads them (docs/method.md, "Verdicts").
+
+    ``estimates`` the EstimateColumns at h, the sensitivity ``floor``, and ``passed``, True where
+    the verdict is decided at h (the rest are confirmed at other steps).
+    """
+
+    estimates: EstimateColumns
+    floor: np.ndarray
+    passed: np.ndarray
+
+    @property
+    def relative_error(self) -> np.ndarray:
+        return self.estimates.relative_error
+
+    @property
+    def bar(self) -> np.ndarray:
+        return self.estimates.bar
+
+    def estimate(self, k: int) -> StepEstimate:
+        """Coordinate k's StepEstimate at h, read from the columns."""
+        return self.estimates.estimate(k)
 
 
 def primary_columns(
@@ -343,47 +453,79 @@ def primary_columns(
     tolerance: float,
     kink_tolerance,
     resolution: float,
+    floor_factor: float = FLOOR_FACTOR,
 ) -> PrimaryColumns:
     """The estimate at h of every coordinate and its verdict there (every slope finite).
 
     ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
-    ``resolution`` the parameter's largest |numerical| value.
+    ``resolution`` the parameter's largest |numerical| value, ``floor_factor``
+    :func:`floor_factor`'s.
     """
-    with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
-        left, right, derivative = slopes.left, slopes.right, slopes.derivative
-        slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
-        consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
-        largest_value = np.maximum(np.maximum(np.abs(minus_values), abs(center)), np.abs(plus_values))
-        epsilons = _value_epsilons(minus_values, center, plus_values, epsilon)
-        left_gain = columns.left_weight / columns.minus_spacing
-        right_gain = columns.right_weight / columns.plus_spacing
-        gain = left_gain + right_gain + np.abs(left_gain - right_gain)
-        rounding = ROUNDING_FACTOR * epsilons * largest_value * gain
-        spread = jitter * gain
-        bar = rounding + spread
-        analytic = columns.analytic
-        scale = np.maximum(np.abs(analytic), np.abs(derivative))
-        gap = np.abs(analytic - derivative)
-        relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
-        floor = sensitivity_floors(columns, epsilons, tolerance)
-        agrees = consistent & (relative <= floor)
-        zero = (np.abs(analytic) <= bar) & (np.abs(derivative) <= bar)
-        unresolved = (FAIL_MARGIN * bar > tolerance * scale) & (gap <= FAIL_MARGIN * bar)
-        small = unresolved & (gap + bar <= tolerance * resolution)
-        within = consistent & ((zero & (bar <= tolerance * resolution)) | small)
-    return PrimaryColumns(relative, rounding, spread, bar, scale, consistent, floor, agrees | within)
-
-
-def sensitivity_floors(columns: ProbeColumns, epsilons, tolerance: float) -> np.ndarray:
-    """:func:`gradcheck_cli.judge.sensitivity_floor` of each coordinate at its first step, as a column."""
+    stencil = (columns.minus_spacing, columns.plus_spacing, columns.left_weight, columns.right_weight)
+    estimates = _stencil_columns(
+        columns.step,
+        columns.analytic,
+        minus_values,
+        center,
+        plus_values,
+        slopes,
+        stencil,
+        epsilon=epsilon,
+        jitter=jitter,
+        kink_tolerance=kink_tolerance,
+    )
+    floor = sensitivity_floors(
+        columns.step, columns.theta, value_epsilons(minus_values, center, plus_values, epsilon), tolerance, floor_factor
+    )
     with np.errstate(all="ignore"):
-        relative = columns.step / np.maximum(1.0, np.abs(columns.theta))
-        floor = np.maximum(FLOOR_FACTOR * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
+        passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
+    return PrimaryColumns(estimates, floor, passed)
+
+
+def passes(estimates, tolerance: float, limit, resolution: Resolution):
+    """Where the estimates agree within ``limit``, or, where they cannot resolve a relative
+    comparison, within the resolution of the gradients that matter (docs/method.md, "Verdicts")."""
+    return verdict_passes(
+        estimates.analytic,
+        estimates.numerical,
+        estimates.bar,
+        estimates.scale,
+        estimates.relative_error,
+        estimates.consistent,
+        limit,
+        tolerance,
+        resolution,
+    )
+
+
+def sensitivity_floors(steps, theta, epsilons, tolerance: float, factor: float = FLOOR_FACTOR) -> np.ndarray:
+    """The smallest relative gap an estimate at requested ``steps`` at ``theta`` can support as
+    evidence: factor·(r² + ε/r), r = step / max(1, |θ|), between tolerance / FLOOR_FACTOR and
+    the tolerance (docs/method.md, "Verdicts")."""
+    with np.errstate(all="ignore"):
+        relative = steps / np.maximum(1.0, np.abs(theta))
+        floor = np.maximum(factor * (relative * relative + epsilons / relative), tolerance / FLOOR_FACTOR)
         return np.minimum(tolerance, floor)
 
 
-def _value_epsilons(minus_values: np.ndarray, center: float, plus_values: np.ndarray, epsilon: float):
-    """:func:`gradcheck_cli.judge.value_epsilon` of each coordinate's three values, as a column."""
+def floor_factor(analytic: np.ndarray, dtype: ProbeDtype) -> float:
+    """HIGHER_PRECISION_FLOOR_FACTOR when some analytic value of a float32 (bfloat16) parameter is
+    no float32 (bfloat16) number: it was computed in higher precision; FLOOR_FACTOR otherwise."""
+    if dtype.significand_bits == 53 or len(analytic) == 0:
+        return FLOOR_FACTOR
+    with np.errstate(all="ignore"):
+        single = analytic.astype(np.float32)
+    own = single.astype(np.float64) == analytic
+    if dtype.significand_bits < 24:
+        own &= (single.view(np.uint32) & 0xFFFF) == 0
+    return FLOOR_FACTOR if own.all() else HIGHER_PRECISION_FLOOR_FACTOR
+
+
+def value_epsilons(minus_values, center, plus_values, epsilon: float):
+    """ε of the precision f's values carry, for each coordinate's three values: float32's (bfloat16's)
+    where all three are numbers of it. An objective computed in float32 for float64 parameters
+    returns float32 values; the bar must use their rounding, not the parameters'."""
+    minus_values, plus_values = np.asarray(minus_values, dtype=np.float64), np.asarray(plus_values, dtype=np.float64)
     if epsilon >= 2.0**-7:
         return np.full(minus_values.shape, epsilon)
     with np.errstate(all="ignore"):

@@ -1118,3 +1118,26 @@ def test_the_spread_coordinates_cover_every_row_and_column(rows, columns, sample
         pairs = {(offset // columns, offset % columns) for offset in chosen}
         assert any((j, i) in pairs for i, j in pairs if i != j)
     assert structured_offsets(shape, samples, gradient.copy()) == chosen
+
+
+def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_gradient_under_test():
+    # f = ⟨g, x⟩ at 0, only x[0] checked. The analytic side is g with its two unchecked entries
+    # scaled ×1000, and g's terms there nearly cancel along the direction: g₁Δ₁ = c, g₂Δ₂ = −(1 − 1e-7)c
+    # with c = h/√3. The gap (1000 − 1)·1e-7·c is 5.77e-5 of ‖g∘Δ‖₂ = √3·c (every |g_i Δ_i| = c up to
+    # 1e-7), beyond the tolerance 6.1e-6; beside ‖a∘Δ‖₂ ≈ 1000·√2·c it was 7.06e-8 and passed.
+    from gradcheck_cli.directional import direction_signs
+
+    signs = direction_signs(3)
+    g = np.array([1.0, signs[1], -signs[2] * (1 - 1e-7)])
+    analytic = np.array([1.0, 1000.0 * g[1], 1000.0 * g[2]])
+    report = check_gradients(
+        lambda p: math.fsum((g * p["x"]).tolist()), {"x": np.zeros(3)}, {"x": analytic}, coordinates={"x": [(0,)]}
+    )
+    parameter = report.parameters[0]
+    assert parameter.checks[0].verdict == "passed"
+    directional = parameter.directional
+    estimate = directional.estimates[directional.decided_at]
+    c = PROBE_DTYPES["float64"].default_step(0.0) / math.sqrt(3)
+    assert estimate.scale == pytest.approx(math.sqrt(3) * c, rel=1e-12)
+    assert estimate.relative_error == pytest.approx(999e-7 * c / (math.sqrt(3) * c), rel=1e-3)
+    assert directional.verdict == "failed" and report.verdict == "failed"

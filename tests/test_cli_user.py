@@ -340,8 +340,11 @@ def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_li
         "w[0] verdict: suspected kink, analytic between the one-sided slopes (consistent with a subgradient); "
         "the one-sided slopes disagree at every step tried"
     )
+    # The direction crosses the corner too: its slopes ∓|Δ₀| disagree beside ‖ĝ∘Δ‖₂ (ĝ₀ = 1, the
+    # corner's slope), so it is confirmed at 0.1 and 10 (4 calls) and stays a suspected kink.
+    assert any(line.startswith("w directional verdict: suspected kink;") for line in output)
     assert output[-1] == (
-        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=18 verdict=inconclusive '
+        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=22 verdict=inconclusive '
         "pass=false"
     )
 

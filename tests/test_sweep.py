@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from gradcheck_cli.check import CoordinateChecks, check_gradients
 from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import GradCheckError
-from gradcheck_cli.judge import PASSED
-from gradcheck_cli.records import same_bits
+from gradcheck_cli.judge import PASSED, Resolution, verdict_passes
+from gradcheck_cli.records import float_bits, same_bits
 from gradcheck_cli.sweep import plan_columns, with_probes
 
 
@@ -99,7 +99,7 @@ def test_records_built_from_columns_agree_with_the_columns(seed, shape, dtype, w
     report = check_gradients(objective, {"x": theta}, {"x": gradient}, samples=samples)
     checks = report.parameters[0].checks
     assert isinstance(checks, CoordinateChecks)
-    records = list(checks)  # each record rebuilt by the scalar code: it asserts the columns' verdict
+    records = list(checks)  # each record read from the columns, one at a time
     assert len(records) == len(checks) == report.checked
     assert checks.verdict_count(PASSED) == sum(record.passed for record in records)
     assert checks == tuple(records) and hash(checks) == hash(tuple(records))
@@ -207,3 +207,65 @@ def test_a_selection_a_check_cannot_hold_is_refused_for_every_sampler(monkeypatc
         with pytest.raises(GradCheckError, match="selects (6000|5001) coordinates, more than the 5000"):
             check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, **options)
     assert check_gradients(lambda parameters: 0.0, {"w": w}, {"w": w}, samples=5000).checked == 5000
+
+
+_FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    analytic=_FINITE,
+    numerical=_FINITE,
+    bar=st.floats(min_value=0.0, max_value=1e3),
+    consistent=st.booleans(),
+    tolerance=st.sampled_from([1e-6, 4.9e-3, 0.1]),
+    gradient=st.floats(min_value=0.0, max_value=1e6),
+)
+def test_the_pass_rule_is_one_function_on_floats_and_on_columns(
+    analytic, numerical, bar, consistent, tolerance, gradient
+):
+    # The judge applies verdict_passes to floats, the sweep to columns: the same verdict either way.
+    scale = max(abs(analytic), abs(numerical))
+    relative = 0.0 if scale == 0.0 else abs(analytic - numerical) / scale
+    resolution = Resolution(gradient=gradient, check=0.0)
+    on_floats = verdict_passes(analytic, numerical, bar, scale, relative, consistent, tolerance, tolerance, resolution)
+    column = np.array
+    on_columns = verdict_passes(
+        column([analytic]),
+        column([numerical]),
+        column([bar]),
+        column([scale]),
+        column([relative]),
+        column([consistent]),
+        tolerance,
+        tolerance,
+        resolution,
+    )
+    assert type(on_floats) is bool and on_columns.tolist() == [on_floats]
+
+
+@settings(max_examples=200, deadline=None)
+@given(theta=st.lists(st.floats(min_value=-1e300, max_value=1e300), min_size=1, max_size=8))
+def test_the_default_step_is_one_rule_on_arrays_and_on_floats(theta):
+    for name in ("float64", "float32"):
+        dtype = probe_dtype(name)
+        steps = dtype.default_step(np.array(theta))
+        assert [float_bits(step) for step in steps.tolist()] == [float_bits(dtype.default_step(t)) for t in theta]
+
+
+def test_a_confirmation_steps_bar_is_the_rounding_of_f_over_its_stencil():
+    # f = x² at x = 3 with a wrong gradient 7 (the truth is 6): confirmed at h/10 and 10h, each of
+    # whose bars is ROUNDING_FACTOR·ε·max|f|·(w₋/h₋ + w₊/h₊ + |w₋/h₋ − w₊/h₊|) by hand.
+    x = np.array([3.0])
+    report = check_gradients(lambda p: float(p["x"][0] ** 2), {"x": x}, {"x": np.array([7.0])})
+    record = report.parameters[0].checks[0]
+    assert record.verdict == "failed" and len(record.estimates) == 3
+    h = probe_dtype("float64").default_step(3.0)
+    for estimate, step in zip(record.estimates[1:], (h * 0.1, h * 10.0)):
+        geometry = dtype_perturbations(3.0, step, probe_dtype("float64"))
+        values = [geometry.minus_point**2, 9.0, geometry.plus_point**2]
+        left = geometry.left_weight / geometry.minus_spacing
+        right = geometry.right_weight / geometry.plus_spacing
+        rounding = 4.0 * 2.0**-52 * max(values) * (left + right + abs(left - right))
+        assert estimate.step == step and same_bits(estimate.error_bar.rounding, rounding)
+        assert estimate.error_bar.jitter == 0.0 and estimate.analytic == 7.0

@@ -17,10 +17,10 @@ from gradcheck_cli.judge import (
     Resolution,
     judge_confirmed,
     judge_primary,
-    step_estimate,
     with_step_sensitivity,
 )
 from gradcheck_cli.selection import structured_coordinates
+from gradcheck_cli.sweep import estimate_columns
 from gradcheck_cli.testing import assert_gradients_match
 
 RNG = np.random.default_rng(20261201)
@@ -228,6 +228,21 @@ def test_the_directional_probes_restore_the_array_when_the_objective_raises(when
     assert x.tobytes() == before
 
 
+def step_estimate(step, analytic, numerical, *, largest_value, epsilon, jitter, gain):
+    """One StepEstimate from the engine's columns, its bar ROUNDING_FACTOR·ε·largest_value·gain."""
+    columns = estimate_columns(
+        step,
+        analytic,
+        numerical,
+        largest_value=largest_value,
+        epsilons=epsilon,
+        jitter=jitter,
+        gain=gain,
+        consistent=True,
+    )
+    return columns.estimate(())
+
+
 def _estimate(numerical, analytic=1.0, bar=1e-12, step=1e-5):
     return step_estimate(
         step, analytic, numerical, largest_value=bar / 4 / 2.2e-16, epsilon=2.2e-16, jitter=0.0, gain=1.0
@@ -415,3 +430,27 @@ def test_noise_far_above_the_rounding_of_float64_is_named_as_lower_precision():
     # Named wherever the smallest step's estimate moves by more than 256·ε·|f| (at one coordinate
     # float32's quantization happens to give h/10 and h the same estimate).
     assert sum("far above the rounding of float64" in reason for reason in reasons) >= 3
+
+
+def test_a_float32_gradient_computed_in_float64_is_held_to_the_estimates_floor_not_float32s():
+    # f = Σ c_i (x_i − θ_i), float32 x, summed in float64: every estimate is exact up to f's rounding.
+    # A relative error 5e-4 lies between the floors at float32's default step, 8·(r² + ε/r) = 3.87e-4
+    # and 16·(r² + ε/r) = 7.75e-4 (r = ε^(1/3), ε = 2⁻²³). Analytic values that are no float32
+    # numbers were computed in float64, whose rounding needs no margin: the error fails; the same
+    # values rounded to float32 (a float32 backward pass, which carries its own rounding) pass.
+    theta = np.array([0.5, -1.5, 2.0, 0.25], dtype=np.float32)
+    c = np.array([0.75, -1.25, 2.0, 0.5])
+
+    def objective(p):
+        return math.fsum((c * (p["x"].astype(np.float64) - theta.astype(np.float64))).tolist())
+
+    wrong = c * (1 + 5e-4)
+    assert not np.array_equal(wrong.astype(np.float32).astype(np.float64), wrong)
+    computed_in_float64 = check_gradients(objective, {"x": theta.copy()}, {"x": wrong}, samples="all")
+    assert computed_in_float64.verdict == FAILED
+    errors = {
+        estimate.relative_error for record in computed_in_float64.parameters[0].checks for estimate in record.estimates
+    }
+    assert all(abs(error - 5e-4) < 1e-6 for error in errors)
+    in_float32 = wrong.astype(np.float32).astype(np.float64)
+    assert check_gradients(objective, {"x": theta.copy()}, {"x": in_float32}, samples="all").verdict == PASSED
