@@ -26,11 +26,11 @@ from .judge import (
     StepEstimate,
     judge_confirmed,
     judge_primary,
-    step_estimate,
     with_step_sensitivity,
 )
 from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
+from .sweep import estimate_columns
 from .tensors import write_back
 
 __all__ = [
@@ -301,15 +301,16 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
 
 def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> StepEstimate:
     analytic, numerical, largest = probe
-    return step_estimate(
+    return estimate_columns(
         multiplier,
-        float(analytic.flat[flat]),
-        float(numerical.flat[flat]),
+        [float(analytic.flat[flat])],
+        [float(numerical.flat[flat])],
         largest_value=max(float(largest.flat[flat]), abs(float(center.flat[flat]))),
-        epsilon=epsilon,
+        epsilons=epsilon,
         jitter=0.0,
         gain=1.0 / multiplier,
-    )
+        consistent=True,
+    ).estimate(0)
 
 
 def _first_judgements(probe, center, epsilon, tolerance, largest) -> dict:

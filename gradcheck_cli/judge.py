@@ -189,7 +189,7 @@ def judge_primary(
 ) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation.
 
-    ``floor`` is :func:`sensitivity_floor` at the step (default: the tolerance): a relative error
+    ``floor`` is :func:`~gradcheck_cli.sweep.sensitivity_floors` at the step (default: the tolerance): a relative error
     above it is confirmed at other steps, where the bar may resolve it. Beside the check's largest
     gradient (not the parameter's own), values within the bar of zero pass only
     once confirmed at the other steps, where the bar may be smaller.
