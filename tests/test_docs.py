@@ -5,8 +5,10 @@ the lines it prints; docs/development.md states the format. Python blocks that a
 doctests, and the README's own-code example is examples/line.py, verbatim.
 """
 
+import contextlib
 import doctest
 import importlib.util
+import io
 import re
 import shlex
 from pathlib import Path
@@ -19,6 +21,7 @@ from gradcheck_cli.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_JAX = importlib.util.find_spec("jax") is not None
 
 
 def invoke(*arguments):
@@ -176,3 +179,30 @@ def test_every_doctest_in_the_docs_passes(source, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.summarize(verbose=False) == doctest.TestResults(failed=0, attempted=len(test.examples))
+
+
+#: A script block's line that shows its output: ``print(...)  # what it prints``.
+SHOWN_OUTPUT = re.compile(r"^print\(.*\)\s+# (.*)$")
+
+
+def _scripts_with_output():
+    return [
+        pytest.param("\n".join(block), id=f"{path.name}: {block[0]}")
+        for path in DOCUMENTS
+        for language, block in fenced_blocks(path)
+        if language == "python" and not block[0].startswith(">>> ") and any(map(SHOWN_OUTPUT.match, block))
+    ]
+
+
+@pytest.mark.parametrize("source", _scripts_with_output())
+def test_every_script_in_the_docs_prints_what_its_comments_show(source, monkeypatch):
+    for module, present in (("torch", HAS_TORCH), ("jax", HAS_JAX)):
+        if f"import {module}" in source and not present:
+            pytest.skip(f"this script runs {module} code, and {module} is not installed")
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT))  # as python started in the repository's root has it
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, "docs", "exec"), {"__name__": "docs"})
+    shown = [match.group(1) for match in map(SHOWN_OUTPUT.match, source.splitlines()) if match]
+    assert printed.getvalue().splitlines() == shown
