@@ -77,7 +77,7 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
     for module in pkgutil.iter_modules(gradcheck_cli.__path__):
         if module.name == "__main__":  # that one runs the command line
             continue
-        if module.name == "torch" and importlib.util.find_spec("torch") is None:  # the optional extra's module
+        if module.name in ("torch", "jax") and importlib.util.find_spec(module.name) is None:  # optional extras
             continue
         importlib.import_module(f"gradcheck_cli.{module.name}")
     classes = Record.__subclasses__()
