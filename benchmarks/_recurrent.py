@@ -5,10 +5,12 @@ x₀ = 0, x_{k+1} = tanh(A x_k + w) for k < K, loss ½‖x_K‖², with a hand-w
 from a seeded generator, so every worker process that loads the problem by reference gets the
 very same arrays. One call is K small matrix-vector products, each a few microseconds of numpy
 on one core that nothing else can share: :data:`STEPS` makes it about 10 ms on the machine
-docs/parallel.md was measured on, :data:`CHEAP_STEPS` about 20 µs.
+docs/parallel.md was measured on (a check of every coordinate: about 5 s), :data:`SECOND_STEPS`
+about 2 ms (a check of about 1 s), :data:`CHEAP_STEPS` about 20 µs.
 
-    problem        # ~10 ms a call: where --jobs helps
-    cheap_problem  # ~20 µs a call: where a worker's start-up costs more than the whole check
+    problem         # ~10 ms a call: where --jobs helps
+    second_problem  # ~2 ms a call: a check of about a second, where the workers' start-up shows
+    cheap_problem   # ~20 µs a call: where a worker's start-up costs more than the whole check
 """
 
 import numpy as np
@@ -17,6 +19,7 @@ from gradcheck_cli import GradientProblem
 
 UNITS = 16
 STEPS = 5500
+SECOND_STEPS = 1100
 CHEAP_STEPS = 12
 
 
@@ -63,6 +66,11 @@ def _problem(steps: int) -> GradientProblem:
 def problem() -> GradientProblem:
     """The recurrence over STEPS steps: about 10 ms a call."""
     return _problem(STEPS)
+
+
+def second_problem() -> GradientProblem:
+    """The recurrence over SECOND_STEPS steps: about 2 ms a call."""
+    return _problem(SECOND_STEPS)
 
 
 def cheap_problem() -> GradientProblem:

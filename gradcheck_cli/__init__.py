@@ -6,6 +6,7 @@ deterministic tensor coordinates, typed errors, and exact restoration of
 every perturbed value (chapter 13 of the course, in Python, bit for bit).
 """
 
+from .cli_errors import __all__ as _cli_error_names
 from .errors import *  # noqa: F403
 from .errors import __all__ as _error_names
 from .estimator import (
@@ -50,10 +51,7 @@ _LAZY_MODULES = {
     **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
     **dict.fromkeys(("check_hessian_vector_product", "hessian_problem", "HessianVectorReport"), "hessian"),
     **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
-    **dict.fromkeys(
-        ("CommandLineError", "InputFileError", "ObjectiveRaised", "ObjectiveReturned", "UserCodeRaised", "OutOfMemory"),
-        "cli_errors",
-    ),
+    **dict.fromkeys(_cli_error_names, "cli_errors"),
 }
 
 __all__ = [

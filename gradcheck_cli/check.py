@@ -10,6 +10,7 @@ is decided is docs/method.md ("Verdicts").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import operator
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
@@ -483,12 +483,14 @@ def check_gradients(
     progress : callable (done, total) -> None, optional
         Called with (0, total) before the first objective call and after every coordinate
         (with ``jobs``, after every chunk of coordinates).
-    jobs : int, optional
+    jobs : int or concurrent.futures.Executor, optional
         Worker processes for the coordinates' probes at their first step: None or 1 probes
-        here, N ≥ 2 in N workers, 0 in one per usable core; the report is the serial one, bit
-        for bit, for an objective that is a function of its parameters. The objective and
-        parameters are pickled to the workers (a module-level function, not a lambda), unless
-        :func:`check_problem` is given a problem loaded by reference. See docs/parallel.md.
+        here, N ≥ 2 in N workers, 0 in one per usable core, an Executor (dask's
+        ``Client.get_executor()``, mpi4py's ``MPIPoolExecutor``, loky) in its workers, and
+        never shut down here; the report is the serial one, bit for bit, for an objective that
+        is a function of its parameters. The objective and parameters are pickled to the
+        workers (a module-level function, not a lambda), unless :func:`check_problem` is given
+        a problem loaded by reference. See docs/parallel.md.
 
     Returns
     -------
@@ -507,7 +509,7 @@ def check_gradients(
     )
     if progress is not None and not callable(progress):
         raise NotCallable(role="progress", type_name=type(progress).__name__)
-    workers = parallel.workers_for(jobs, objective, parameters)
+    workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     try:
         return _checked(plan, counted, step, progress, workers)
@@ -525,7 +527,7 @@ def _checked(plan: list, counted: _Objective, step, progress, workers) -> Gradie
     if _is_auto(step):
         step_advice = advise_parameter_steps(counted, counted.parameters, [planned.name for planned in plan])
         plan = [_probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
-    with parallel.probing(workers, plan) as pool:
+    with contextlib.nullcontext() if workers is None else _parallel().probing(workers, plan) as pool:
         probed = _first_pass(plan, counted, progress, total, pool)
     purity = _purity(counted.centers, min(planned.dtype.epsilon for planned in plan))
     direction_scales = [_direction_scale(item) for item in probed]
@@ -969,9 +971,20 @@ def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
     loaded by its reference, and unpickle any other.
     """
     objective = problem.objective
-    if problem.reference is not None and callable(objective) and options.get("jobs") not in (None, 1):
-        objective = parallel.ByReference(objective, problem.reference)
+    if problem.reference is not None and callable(objective) and not _serial(options.get("jobs")):
+        objective = _parallel().ByReference(objective, problem.reference)
     return check_gradients(objective, problem.parameters, problem.gradients, **options)
+
+
+def _serial(jobs) -> bool:
+    """Whether ``jobs`` asks for no workers (None or 1): then parallel.py and concurrent.futures are not imported."""
+    return jobs is None or (type(jobs) is int and jobs == 1)
+
+
+def _parallel():
+    from . import parallel
+
+    return parallel
 
 
 def _is_auto(step) -> bool:

@@ -9,6 +9,7 @@ __all__ = [
     "ObjectiveReturned",
     "UserCodeRaised",
     "OutOfMemory",
+    "ExecutorUnavailable",
 ]
 
 
@@ -68,3 +69,12 @@ class OutOfMemory(GradCheckError):
             f"{self.parameter!r} holds {self.elements} {self.dtype} elements ({self.size}), and a check needs a "
             "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
         )
+
+
+class ExecutorUnavailable(GradCheckError):
+    """``--executor``'s engine cannot be used: dask.distributed is not installed, or no scheduler answered."""
+
+    fields = ("address", "problem")
+
+    def describe(self):
+        return f"--executor {self.address} cannot be used: {self.problem}"

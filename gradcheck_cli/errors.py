@@ -880,8 +880,9 @@ class ObjectiveInMain(GradCheckError):
     def describe(self):
         return (
             f"jobs={self.jobs} runs the objective {self.name} in worker processes, which import it by its module, "
-            "but it is defined in the __main__ of python -c, standard input or a notebook, which they cannot "
-            "import; define it in a module file and import it from there, or check with jobs=1"
+            "but it is defined in a __main__ they cannot import (that of python -c, standard input or a notebook; "
+            "any script's for an executor's workers); define it in a module file and import it from there, or check "
+            "with jobs=1"
         )
 
 

@@ -6,21 +6,26 @@ confirmations at other steps and the judging stay in this process, in the serial
 for an objective that is a function of its parameters the report is the serial one, bit for
 bit (docs/parallel.md).
 
-The pool is the standard library's ``concurrent.futures.ProcessPoolExecutor`` with the
-``spawn`` start method (safe with threads and torch; a script that calls ``check_gradients``
-with ``jobs`` needs the ``if __name__ == "__main__":`` guard that spawn asks for). Each worker
-gets the problem once: loaded again by its reference (:class:`~gradcheck_cli.problem.ProblemReference`,
-as the command line loads it) or unpickled, and checked against this process's: every parameter
-array bit-identical, and f(θ) evaluated once there within the jitter the purity measurement
-allows. A task is one contiguous chunk of one parameter's coordinates, probed with
-:func:`~gradcheck_cli.sweep.probe_values` on the worker's own arrays; the chunks are split
-deterministically (about :data:`CHUNKS_PER_WORKER` per worker, cut at the checkpoints too)
-and merged in order, so what fails first serially is what is raised.
+``jobs=N`` starts a ``concurrent.futures.ProcessPoolExecutor`` whose workers are forks of the
+standard library's forkserver, which has imported numpy and gradcheck once (``spawn`` where
+there is no forkserver: a script that calls ``check_gradients`` with ``jobs`` needs the
+``if __name__ == "__main__":`` guard either way). ``jobs=`` may instead be any
+``concurrent.futures.Executor`` of the caller's (dask.distributed's ``Client.get_executor()``,
+mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same verification, the same report;
+it is never shut down here. Each worker loads the problem once, by its reference
+(:class:`~gradcheck_cli.problem.ProblemReference`, as the command line loads it) or unpickled,
+and checks it against this process's: every parameter array bit-identical, and f(θ) evaluated
+once there within the jitter the purity measurement allows. A task is one contiguous chunk of
+one parameter's coordinates, probed with :func:`~gradcheck_cli.sweep.probe_values` on the
+worker's own arrays; the chunks are split deterministically (about :data:`CHUNKS_PER_WORKER`
+per worker, cut at the checkpoints too) and merged in order, so what fails first serially is
+what is raised.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import operator
@@ -57,6 +62,7 @@ __all__ = [
     "CHUNKS_PER_WORKER",
     "ByReference",
     "Workers",
+    "executor_workers",
     "worker_count",
     "workers_for",
     "array_digest",
@@ -83,24 +89,42 @@ class ByReference:
 
 @dataclass(frozen=True)
 class Workers:
-    """A parallel first pass, validated: how many workers, the problem they get, and its digests.
-
-    ``problem`` is a pickle of the problem's :class:`~gradcheck_cli.problem.ProblemReference`
-    or of ``(objective, parameters)``; ``digests`` maps each parameter array (checked or not) to
-    its :func:`array_digest`.
-    """
+    """A parallel first pass, validated: how many workers, what each needs to load the problem, and the
+    caller's ``executor`` (None: a pool of ``count`` worker processes is started for the check)."""
 
     count: int
+    setup: _Setup
+    executor: object = None
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What a worker loads the problem from: ``problem``, a pickle of its
+    :class:`~gradcheck_cli.problem.ProblemReference` or of ``(objective, parameters)``; ``digests``, each
+    parameter array's :func:`array_digest`; the ``checked`` names; this process's f(θ), ``center``, once
+    known, with the ``epsilon`` of its check; ``environment``, this process's, for the pool's workers
+    (forks of a server started earlier). ``key`` names it in a worker's cache."""
+
+    key: str
     problem: bytes
     digests: dict
+    checked: list
+    center: float = math.nan
+    epsilon: float = math.nan
+    environment: dict | None = None
 
 
 def worker_count(jobs) -> int:
     """The number of worker processes ``jobs`` asks for: None or 1 → 1 (no workers), 0 → one per
-    usable core, N ≥ 2 → N. InvalidArgument for anything else."""
-    expected = "a whole number: 0 for one worker per core, 1 (or None) for none, N ≥ 2 for N"
+    usable core, N ≥ 2 → N, a ``concurrent.futures.Executor`` → its workers (:func:`executor_workers`).
+    InvalidArgument for anything else."""
+    expected = (
+        "a whole number: 0 for one worker per core, 1 (or None) for none, N ≥ 2 for N; or a concurrent.futures.Executor"
+    )
     if jobs is None:
         return 1
+    if _is_executor(jobs):
+        return executor_workers(jobs)
     try:
         if isinstance(jobs, bool):
             raise TypeError
@@ -110,9 +134,33 @@ def worker_count(jobs) -> int:
     if count < 0:
         raise InvalidArgument(argument="jobs", value=str(count), expected=expected)
     if count == 0:
-        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-        return len(usable)
+        return _usable_cores()
     return count
+
+
+def _usable_cores() -> int:
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return len(usable)
+
+
+def _is_executor(jobs) -> bool:
+    import concurrent.futures
+
+    return isinstance(jobs, concurrent.futures.Executor)
+
+
+def executor_workers(executor) -> int:
+    """How many tasks ``executor`` runs at once, which sets the chunks' size (never the report): a
+    process pool's or loky's ``_max_workers``, mpi4py's ``num_workers``, the threads of a dask
+    client's workers; else the usable cores. At least 2."""
+    count = getattr(executor, "_max_workers", None) or getattr(executor, "num_workers", None)
+    client = getattr(executor, "_client", None)
+    if not count and client is not None and hasattr(client, "nthreads"):
+        with contextlib.suppress(Exception):
+            count = sum(client.nthreads().values())
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        count = _usable_cores()
+    return max(2, count)
 
 
 def workers_for(jobs, objective, parameters) -> Workers | None:
@@ -122,23 +170,24 @@ def workers_for(jobs, objective, parameters) -> Workers | None:
     count = worker_count(jobs)
     if count == 1:
         return None
+    executor = jobs if _is_executor(jobs) else None
     if not isinstance(objective, ByReference):
-        _reject_unimportable_main(objective, count)
+        _reject_unimportable_main(objective, count, executor)
     try:
         problem = pickle.dumps(objective.reference if isinstance(objective, ByReference) else (objective, parameters))
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
     digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
-    return Workers(count, problem, digests)
+    return Workers(count, _Setup("", problem, digests, []), executor)
 
 
-def _reject_unimportable_main(objective, count: int) -> None:
+def _reject_unimportable_main(objective, count: int, executor) -> None:
     """ObjectiveInMain for an objective of ``__main__`` when that has no file a worker could import
-    (``python -c``, standard input, a notebook): pickle would succeed, and every worker fail."""
-    import sys
-
+    (``python -c``, standard input, a notebook), or whatever it is for a caller's ``executor``, whose
+    workers have a ``__main__`` of their own: pickle would succeed, and every worker fail."""
     module = getattr(objective, "__module__", None) or type(objective).__module__
-    if module == "__main__" and not os.path.isfile(getattr(sys.modules.get("__main__"), "__file__", None) or ""):
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    if module == "__main__" and (executor is not None or not os.path.isfile(main_file)):
         name = getattr(objective, "__qualname__", None) or type(objective).__qualname__
         raise ObjectiveInMain(jobs=count, name=name)
 
@@ -197,34 +246,45 @@ class _Pool:
         self.executor, self.processes, self.split, self.futures = None, [], [], []
 
     def start(self, checkpoints: list, center: float) -> None:
-        """Split the coordinates into chunks, start min(count, chunks) workers (which check their f(θ)
-        against ``center``), and submit every chunk in order."""
-        import concurrent.futures
-        import multiprocessing
-
+        """Split the coordinates into chunks, and submit every chunk in order: to the caller's executor
+        with the setup (each worker loads the problem at its first chunk), or to min(count, chunks)
+        workers started here, which load it (and check their f(θ) against ``center``) as they start."""
         self.split = chunks([len(planned.columns) for planned in self.plan], checkpoints, self.workers.count)
+        setup = self._setup(center)
+        if self.workers.executor is not None:
+            self.executor = self.workers.executor
+            self._submit(setup)
+            return
+        import concurrent.futures
+
         count = min(self.workers.count, sum(len(parameter) for parameter in self.split))
-        self.executor = concurrent.futures.ProcessPoolExecutor(
-            count,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(
-                self.workers.problem,
-                self.workers.digests,
-                [planned.name for planned in self.plan],
-                center,
-                min(planned.dtype.epsilon for planned in self.plan),
-            ),
-        )
+        setup = dataclasses.replace(setup, environment=dict(os.environ))
         with _interrupts_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
-            for planned, parameter in zip(self.plan, self.split):
-                self.futures.append(
-                    [
-                        self.executor.submit(_probe_chunk, planned.name, _chunk(planned.columns, a, b))
-                        for a, b in parameter
-                    ]
-                )
+            self.executor = concurrent.futures.ProcessPoolExecutor(
+                count, mp_context=_context(), initializer=_start_worker, initargs=(setup,)
+            )
+            self._submit(setup.key)
         self.processes = self._started()
+
+    def _setup(self, center: float) -> _Setup:
+        """The workers' setup, complete now that f(θ) is known, with the key that names it."""
+        setup = dataclasses.replace(
+            self.workers.setup,
+            checked=[planned.name for planned in self.plan],
+            center=center,
+            epsilon=min(planned.dtype.epsilon for planned in self.plan),
+        )
+        key = hashlib.blake2b(pickle.dumps(dataclasses.astuple(setup)[1:])).hexdigest()
+        return dataclasses.replace(setup, key=key)
+
+    def _submit(self, setup) -> None:
+        for planned, parameter in zip(self.plan, self.split):
+            self.futures.append(
+                [
+                    self.executor.submit(_probe_chunk, setup, planned.name, _chunk(planned.columns, a, b))
+                    for a, b in parameter
+                ]
+            )
 
     def collect(self, index: int, counted, minus: list, plus: list, done: int, checkpoints, progress, total) -> int:
         """Parameter ``index``'s values, chunk by chunk in order, appended to ``minus`` and ``plus``;
@@ -251,13 +311,19 @@ class _Pool:
 
     @contextlib.contextmanager
     def _reporting_death(self):
-        """A broken pool (a worker died) as WorkerDied, one line, rather than a hang or a traceback."""
-        from concurrent.futures.process import BrokenProcessPool
+        """A broken pool (a worker died) as WorkerDied, one line, rather than a hang or a traceback; so
+        is a caller's executor that lost a worker (a BrokenExecutor, dask's KilledWorker)."""
+        import concurrent.futures
 
         try:
             yield
-        except BrokenProcessPool as broken:
-            raise WorkerDied(jobs=self.workers.count, problem=self._death()) from broken
+        except Exception as error:
+            if not isinstance(error, concurrent.futures.BrokenExecutor) and not _lost_worker(error):
+                raise
+            if self.workers.executor is None:
+                raise WorkerDied(jobs=self.workers.count, problem=self._death()) from error
+            problem = f"was lost by the executor {type(self.executor).__name__} ({exception_line(error)})"
+            raise WorkerDied(jobs=self.workers.count, problem=problem) from error
 
     def _started(self) -> list:
         """The worker processes started so far: those kept when the chunks were submitted, and any the
@@ -290,8 +356,14 @@ class _Pool:
 
     def stop(self) -> None:
         """Stop the workers: terminated unless every chunk is done (or a signal cuts the wait for idle
-        ones short), and joined either way."""
+        ones short), and joined either way. A caller's executor is left running, only the chunks it has
+        not started cancelled (one it is running probes the worker's own arrays, never these)."""
         if self.executor is None:
+            return
+        if self.workers.executor is not None:
+            for parameter in self.futures:
+                for future in parameter:
+                    future.cancel()
             return
         processes = self._started()
         if all(future.done() for parameter in self.futures for future in parameter):
@@ -313,6 +385,30 @@ class _Pool:
                 process.kill()
                 process.join()
         self.executor.shutdown(wait=True)
+
+
+def _lost_worker(error: BaseException) -> bool:
+    """Whether ``error`` is dask.distributed's KilledWorker (a task whose workers died), without importing it."""
+    return any(
+        kind.__name__ == "KilledWorker" and kind.__module__.startswith("distributed") for kind in type(error).__mro__
+    )
+
+
+#: What the forkserver imports once, so that each worker (a fork of it) starts with them imported.
+_PRELOAD = ("numpy", "concurrent.futures.process", "gradcheck_cli.check", "gradcheck_cli.problem", __name__)
+
+
+def _context():
+    """The forkserver start method where the platform has one, its server set to import :data:`_PRELOAD`
+    once when it starts (the first pool of this process starts it); else spawn. Both start workers from
+    a fresh interpreter, never a fork of this process: safe with threads and torch."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(_PRELOAD))
+    return context
 
 
 def _verify(planned, start: int, minus: float, plus: float, counted) -> None:
@@ -372,24 +468,39 @@ def _interrupts_held():
 
 # ---------------------------------------------------------------- in a worker
 
+#: The problem this process loaded last, by its setup's key: ``key``, then ``objective``, ``parameters``
+#: and ``guard``, or the ``failure`` that every task of that setup raises.
 _WORKER = {}
+#: One chunk at a time in a process: the threads of one worker (a dask worker's, a thread pool's) share
+#: its arrays, which a chunk perturbs in place.
+_PROBING = threading.Lock()
 
 
-def _start_worker(problem: bytes, digests: dict, checked: list, center: float, epsilon: float) -> None:
-    """The initializer: Ctrl-C ignored (this process's parent stops it), the problem loaded once and
-    checked against the parent's: the ``digests`` of its arrays, and its f(θ), ``center``, within
-    the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a probe, and is not counted).
-    The ``checked`` arrays are watched as the serial check watches them. A failure is kept, and
-    raised by every task."""
-    if threading.current_thread() is threading.main_thread():  # a pool's worker (a cluster's may be a thread)
-        for number in _HELD_SIGNALS - {signal.SIGTERM}:
-            signal.signal(number, signal.SIG_IGN)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
-        _whole_lines()
-        _end_with_parent()
+def _start_worker(setup: _Setup) -> None:
+    """A pool's initializer: Ctrl-C ignored (this process's parent stops it), this process's parent's
+    environment, and the problem loaded once (:func:`_load`)."""
+    for number in _HELD_SIGNALS - {signal.SIGTERM}:
+        signal.signal(number, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
+    _whole_lines()
+    _end_with_parent()
+    if setup.environment is not None and setup.environment != os.environ:
+        os.environ.clear()
+        os.environ.update(setup.environment)
+    with _PROBING:
+        _load(setup)
+
+
+def _load(setup: _Setup) -> None:
+    """The problem of ``setup`` loaded and checked against the parent's: the ``digests`` of its arrays,
+    and its f(θ), ``center``, within the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a
+    probe, and is not counted). The ``checked`` arrays are watched as the serial check watches them. A
+    failure is kept, and raised by every task of that setup."""
+    _WORKER.clear()
+    _WORKER["key"] = setup.key
     try:
-        loaded = pickle.loads(problem)
+        loaded = pickle.loads(setup.problem)
         if isinstance(loaded, tuple):
             objective, parameters = loaded
         else:
@@ -400,15 +511,15 @@ def _start_worker(problem: bytes, digests: dict, checked: list, center: float, e
             objective, parameters = found.objective, found.parameters
         for value in parameters.values():
             _made_private(value)
-        for name, digest in digests.items():
+        for name, digest in setup.digests.items():
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
         from .check import JITTER_LIMIT, _Objective
 
         objective = _watched(objective)
-        guard = _Objective(objective, parameters, {name: parameters[name] for name in checked})
-        value = evaluated_value("center", objective(parameters))
-        if abs(value - center) > JITTER_LIMIT * epsilon * max(abs(value), abs(center)):
+        guard = _Objective(objective, parameters, {name: parameters[name] for name in setup.checked})
+        value, center = evaluated_value("center", objective(parameters)), setup.center
+        if abs(value - center) > JITTER_LIMIT * setup.epsilon * max(abs(value), abs(center)):
             raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
         _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
@@ -482,21 +593,25 @@ def _end_with_parent() -> None:
     threading.Thread(target=watch, name="gradcheck-parent", daemon=True).start()
 
 
-def _probe_chunk(name: str, columns: ProbeColumns) -> tuple:
+def _probe_chunk(setup, name: str, columns: ProbeColumns) -> tuple:
     """``(minus, plus, None)``: the chunk's values at θ−h and θ+h; or ``(None, None, error)``, the
-    probe's typed error, which the parent wraps as the serial check does. The objective's exceptions
-    propagate; so does the error of an objective that changed its parameters (ParameterChanged),
-    raised unwrapped as at the serial check's next f(θ)."""
-    if "failure" in _WORKER:
-        raise _WORKER["failure"]
-    parameters = _WORKER["parameters"]
-    minus, plus = [], []
-    try:
-        probe_values(parameters[name], columns, 0, len(columns), _WORKER["objective"], parameters, minus, plus)
-    except GradCheckError as error:
-        return None, None, error
-    _WORKER["guard"].unchanged()
-    return minus, plus, None
+    probe's typed error, which the parent wraps as the serial check does. ``setup`` is the
+    :class:`_Setup` (loaded here at its first chunk), or the key of the one this pool's initializer
+    loaded. The objective's exceptions propagate; so does the error of an objective that changed its
+    parameters (ParameterChanged), raised unwrapped as at the serial check's next f(θ)."""
+    with _PROBING:
+        if not isinstance(setup, str) and _WORKER.get("key") != setup.key:
+            _load(setup)
+        if "failure" in _WORKER:
+            raise _WORKER["failure"]
+        parameters = _WORKER["parameters"]
+        minus, plus = [], []
+        try:
+            probe_values(parameters[name], columns, 0, len(columns), _WORKER["objective"], parameters, minus, plus)
+        except GradCheckError as error:
+            return None, None, error
+        _WORKER["guard"].unchanged()
+        return minus, plus, None
 
 
 def _watched(objective):

@@ -167,6 +167,10 @@ EXAMPLES = [
         "on a machine with more memory",
     ),
     (
+        cli_errors.ExecutorUnavailable(address="dask://127.0.0.1:8786", problem="dask.distributed is not installed"),
+        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed",
+    ),
+    (
         errors.TorchUnavailable(),
         "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
         "gradcheck (or pip install 'gradcheck-cli[torch]')",
@@ -261,8 +265,8 @@ EXAMPLES = [
     (
         errors.ObjectiveInMain(jobs=2, name="objective"),
         "jobs=2 runs the objective objective in worker processes, which import it by its module, but it is defined "
-        "in the __main__ of python -c, standard input or a notebook, which they cannot import; define it in a module "
-        "file and import it from there, or check with jobs=1",
+        "in a __main__ they cannot import (that of python -c, standard input or a notebook; any script's for an "
+        "executor's workers); define it in a module file and import it from there, or check with jobs=1",
     ),
     (
         errors.SelfOverlappingArray(role="parameters", strides=[0, 8]),

@@ -8,6 +8,8 @@ dies, a real SIGINT to the whole process group, as a terminal's Ctrl-C sends it.
 """
 
 import json
+import multiprocessing
+import operator
 import os
 import signal
 import subprocess
@@ -35,6 +37,7 @@ import collections
 import math
 import multiprocessing
 import os
+import signal
 import time
 
 import numpy as np
@@ -116,6 +119,33 @@ def unseeded_data():
         return 0.5 * math.fsum((residual * residual).tolist())
 
     return GradientProblem(objective, {"w": W.copy()}, {"w": W - targets})
+
+
+def scaled():
+    # Reads the environment at every call: a worker must see this process's, as it is now.
+    def objective(parameters):
+        return float(os.environ.get("GRADCHECK_TEST_SCALE", "1")) * _squares(parameters)
+
+    return _problem(objective)
+
+
+def forked():
+    if IN_WORKER:  # which process started this worker, and what it is
+        with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/" + str(os.getpid()), "w") as mark:
+            with open(f"/proc/{os.getppid()}/cmdline", "rb") as command:
+                mark.write(str(os.getppid()) + " " + command.read().replace(b"\\0", b" ").decode())
+    return _problem(_squares)
+
+
+def killed():
+    # A worker of a cluster (a nanny's child process) that kills itself at its first probe, as the OOM
+    # killer would; the parent process goes on.
+    def objective(parameters):
+        if IN_WORKER:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _squares(parameters)
+
+    return _problem(objective)
 
 
 def slow():
@@ -371,3 +401,182 @@ def test_the_split_is_contiguous_in_order_and_cut_at_the_checkpoints():
     assert set(checkpoints) <= boundaries
     assert CHUNKS_PER_WORKER * 2 <= sum(map(len, split)) <= CHUNKS_PER_WORKER * 2 + len(lengths) + len(checkpoints)
     assert chunks(lengths, checkpoints, workers=2) == split
+
+
+# ------------------------------------------------------------ the workers' start-up, and the imports
+
+
+IMPORTS = """
+import sys
+from gradcheck_cli import check_problem, load_problem
+
+check_problem(load_problem("{reference}"), jobs={jobs})
+print(" ".join(sorted(name for name in sys.modules if name == "concurrent.futures" or name.endswith(".parallel"))))
+"""
+
+
+@pytest.mark.parametrize("jobs, imported", [(1, ""), (None, ""), (2, "concurrent.futures gradcheck_cli.parallel")])
+def test_parallel_and_concurrent_futures_are_imported_only_when_jobs_is_used(jobs, imported):
+    script = IMPORTS.format(reference=f"{PORTABLE}:problem", jobs=jobs)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120, check=True)
+    assert result.stdout.decode().strip() == imported
+
+
+def test_the_command_line_imports_neither_without_jobs():
+    command = [sys.executable, "-X", "importtime", "-m", "gradcheck_cli", "check", f"{PORTABLE}:problem"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=120)
+    modules = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
+    assert result.returncode == 0 and "gradcheck_cli.check" in modules  # the check ran, and importtime saw it
+    assert not {"concurrent.futures", "gradcheck_cli.parallel"} & modules
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
+def test_the_workers_are_forks_of_a_forkserver_that_imported_gradcheck(problems, tmp_path):
+    result = gradcheck("check", f"{problems}:forked", "--jobs", "2", env={"GRADCHECK_TEST_PARENTS": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    parents = {mark.read_text() for mark in tmp_path.iterdir()}
+    assert len(list(tmp_path.iterdir())) == 2 and len(parents) == 1  # two workers, one parent: not the command
+    (parent,) = parents
+    assert "multiprocessing.forkserver" in parent and "gradcheck_cli.parallel" in parent, parent
+
+
+def test_a_worker_sees_the_environment_of_the_check_not_of_the_forkserver_start(problems, monkeypatch):
+    loaded = load_problem(f"{problems}:scaled")
+    check_problem(loaded, samples=4, jobs=2)  # the forkserver runs from here on, with the environment of now
+    monkeypatch.setenv("GRADCHECK_TEST_SCALE", "3")
+    serial = check_problem(load_problem(f"{problems}:scaled"), samples="all")
+    assert check_problem(load_problem(f"{problems}:scaled"), samples="all", jobs=2) == serial
+
+
+# ------------------------------------------------------------ any executor
+
+
+def bounded(call, seconds=120.0):
+    """``call()``'s result, run in a thread that must finish within ``seconds`` (a hung cluster fails the
+    test rather than the suite)."""
+    import threading
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = call()
+        except BaseException as error:  # noqa: BLE001 - raised again here
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"no result within {seconds} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real dask.distributed LocalCluster: two worker processes of one thread each, on the loopback
+    interface; a worker that dies fails its task at once (no retry on another worker)."""
+    pytest.importorskip("distributed")
+    import dask
+    import distributed
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        local = distributed.LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        )
+    client = distributed.Client(local, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        local.close()
+
+
+@pytest.fixture
+def client(cluster):
+    cluster.wait_for_workers(2, timeout=60)  # a killed worker's nanny starts another
+    return cluster
+
+
+@pytest.mark.parametrize(
+    "reference, samples",
+    [(f"{PORTABLE}:problem", "all"), (f"{PORTABLE}:wrong_problem", "all"), ("{problems}:impure", "all")],
+    ids=["passing", "failing", "impure"],
+)
+def test_a_dask_executor_and_jobs_2_give_the_serial_report(client, problems, reference, samples):
+    reference = reference.format(problems=problems)
+    serial = check_problem(load_problem(reference), samples=samples).to_dict()
+    assert check_problem(load_problem(reference), samples=samples, jobs=2).to_dict() == serial
+    executor = client.get_executor()
+    assert bounded(lambda: check_problem(load_problem(reference), samples=samples, jobs=executor).to_dict()) == serial
+    assert executor.submit(operator.add, 2, 3).result(timeout=60) == 5  # not shut down: still the caller's
+
+
+def test_a_pickled_objective_on_a_dask_executor_gives_the_serial_report(client):
+    parameters = {"w": np.linspace(-1.0, 2.0, 30).reshape(5, 6), "b": np.linspace(0.5, -0.5, 7)}
+    gradients = {"w": 3.0 * parameters["w"], "b": 3.1 * parameters["b"]}  # b's is wrong
+    serial = check_gradients(Quadratic(3.0), parameters, gradients, samples="all")
+    executor = client.get_executor()
+    assert bounded(lambda: check_gradients(Quadratic(3.0), parameters, gradients, samples="all", jobs=executor)) == (
+        serial
+    )
+
+
+def test_a_dask_worker_killed_mid_check_is_a_typed_error_with_every_array_restored(client, problems):
+    loaded = load_problem(f"{problems}:killed")
+    original = loaded.parameters["w"].copy()
+    with pytest.raises(errors.WorkerDied, match=r"was lost by the executor ClientExecutor \(KilledWorker: "):
+        bounded(lambda: check_problem(loaded, samples="all", jobs=client.get_executor()))
+    assert loaded.parameters["w"].tobytes() == original.tobytes()
+
+
+@pytest.mark.parametrize("kind", ["process", "thread"])
+def test_a_standard_library_executor_gives_the_serial_report_and_is_not_shut_down(kind):
+    import concurrent.futures
+
+    parameters = {"w": np.linspace(-1.0, 2.0, 30).reshape(5, 6), "b": np.linspace(0.5, -0.5, 7)}
+    gradients = {"w": 3.0 * parameters["w"], "b": 3.1 * parameters["b"]}
+    serial = check_gradients(Quadratic(3.0), parameters, gradients, samples="all")
+    if kind == "process":
+        executor = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    else:  # four threads of one process share its arrays: one chunk at a time probes them
+        executor = concurrent.futures.ThreadPoolExecutor(4)
+    with executor:
+        assert check_gradients(Quadratic(3.0), parameters, gradients, samples="all", jobs=executor) == serial
+        assert executor.submit(operator.add, 2, 3).result(timeout=60) == 5
+
+
+def test_the_command_line_executor_prints_the_json_of_jobs_1(client):
+    address = client.scheduler.address.replace("tcp://", "dask://")
+    serial = gradcheck("check", f"{PORTABLE}:wrong_problem", "--samples", "all", "--json")
+    remote = gradcheck("check", f"{PORTABLE}:wrong_problem", "--samples", "all", "--json", "--executor", address)
+    assert (remote.returncode, remote.stdout, remote.stderr) == (serial.returncode, serial.stdout, serial.stderr)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (
+            ["--executor", "dask://127.0.0.1:8786", "--jobs", "2"],
+            "--executor and --jobs cannot be combined: choose one",
+        ),
+        (["--executor", "tcp://127.0.0.1:8786"], "--executor must be dask://HOST:PORT, got 'tcp://127.0.0.1:8786'"),
+        (["--executor", "dask://127.0.0.1"], "--executor must be dask://HOST:PORT, got 'dask://127.0.0.1'"),
+    ],
+)
+def test_the_command_line_refuses_a_malformed_executor_before_loading_the_problem(problems, arguments, message):
+    result = gradcheck("check", f"{problems}:dies", *arguments)
+    assert (result.returncode, result.stdout, one_error_line(result.stderr)) == (EXIT_BAD_INPUT, b"", message)
+
+
+def test_the_command_line_executor_without_dask_names_the_install(tmp_path):
+    (tmp_path / "distributed.py").write_text("raise ImportError('no distributed here')\n")
+    result = gradcheck(
+        "check", f"{PORTABLE}:problem", "--executor", "dask://127.0.0.1:8786", env={"PYTHONPATH": str(tmp_path)}
+    )
+    assert (result.returncode, result.stdout) == (EXIT_BAD_INPUT, b"")
+    assert one_error_line(result.stderr) == (
+        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed: pip install "
+        "'gradcheck-cli[dask]' (from a clone, pip install -e '.[dask]')"
+    )

@@ -1,9 +1,13 @@
 """``gradcheck check``: the user's own gradients, coordinate by coordinate."""
 
+import contextlib
+
 import click
 
 from .. import defaults, render, tables
 from ..cli import Report, output_options, run
+from ..cli_errors import CommandLineError, ExecutorUnavailable
+from ..errors import exception_line
 from ..estimator import validate_step, validate_tolerance
 from .options import (
     PARAM_OPTION,
@@ -75,6 +79,13 @@ from .options import (
     "(about half a second): see docs/parallel.md.",
 )
 @click.option(
+    "--executor",
+    metavar="dask://HOST:PORT",
+    help="Probe the coordinates on the workers of the dask.distributed scheduler at HOST:PORT instead "
+    "(pip install 'gradcheck-cli[dask]'), each of which loads PROBLEM again from the same path; not "
+    "with --jobs. Worth it for an objective of seconds a call: see docs/parallel.md.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Text: the step advice and every coordinate in the chapter's form, at every step tried. "
@@ -82,19 +93,26 @@ from .options import (
 )
 @TRACEBACK_OPTION
 @output_options
-def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, verbose, show_traceback):
+def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, executor, verbose, show_traceback):
     def compute():
         if step != "auto" and step is not None:
             validate_step(step)
         if tolerance is not None:
             validate_tolerance(tolerance)
         from ..check import check_problem
-        from ..parallel import worker_count
 
-        worker_count(jobs)
+        if jobs != 1:
+            from ..parallel import worker_count
+
+            worker_count(jobs)
+        scheduler = executor_address(executor, jobs)
 
         selected = list(names) or None
-        with user_problem(problem, show_traceback) as loaded, tables.ProgressBar("checking coordinates") as progress:
+        with (
+            dask_executor(executor, scheduler) as workers,
+            user_problem(problem, show_traceback) as loaded,
+            tables.ProgressBar("checking coordinates") as progress,
+        ):
             report = check_problem(
                 loaded,
                 samples=samples,
@@ -103,8 +121,48 @@ def check(output_format, problem, samples, sampler, step, tolerance, names, jobs
                 tolerance=tolerance,
                 names=selected,
                 progress=progress,
-                jobs=jobs,
+                jobs=jobs if workers is None else workers,
             )
         return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)
+
+
+#: How long --executor waits for the scheduler to answer.
+CONNECT_SECONDS = 10
+
+
+def executor_address(executor: str | None, jobs: int) -> str | None:
+    """The scheduler's ``tcp://HOST:PORT`` of ``--executor dask://HOST:PORT`` (None without it); a
+    CommandLineError for another form, or beside ``--jobs``."""
+    if executor is None:
+        return None
+    if jobs != 1:
+        raise CommandLineError(option="--executor", problem="--executor and --jobs cannot be combined: choose one")
+    host, colon, port = executor.removeprefix("dask://").rpartition(":")
+    if not executor.startswith("dask://") or not colon or not host or not port.isdigit():
+        raise CommandLineError(option="--executor", problem=f"--executor must be dask://HOST:PORT, got {executor!r}")
+    return f"tcp://{host}:{port}"
+
+
+@contextlib.contextmanager
+def dask_executor(executor: str | None, scheduler: str | None):
+    """A dask client's executor on ``scheduler`` (None without one), closed afterwards: the client, never
+    the cluster. ExecutorUnavailable when dask.distributed is not installed or no scheduler answers."""
+    if scheduler is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        problem = "dask.distributed is not installed: pip install 'gradcheck-cli[dask]' (from a clone, pip install -e '.[dask]')"
+        raise ExecutorUnavailable(address=executor, problem=problem) from None
+    try:
+        client = Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, TimeoutError) as error:
+        problem = f"no scheduler answered within {CONNECT_SECONDS} s ({exception_line(error)})"
+        raise ExecutorUnavailable(address=executor, problem=problem) from None
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
