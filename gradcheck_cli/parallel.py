@@ -334,6 +334,9 @@ class _Pool:
     def _death(self) -> str:
         """How the worker that broke the pool ended (the others were terminated by the pool)."""
         codes, deadline = [], time.monotonic() + 5.0
+        manager = getattr(self.executor, "_executor_manager_thread", None)
+        if manager is not None:  # it reaps the workers of the broken pool: a forkserver worker's status is
+            manager.join(timeout=5.0)  # one read of a pipe, which a second reader meanwhile finds empty (255)
         for process in self._started():
             process.join(timeout=5.0)
             # The executor's own thread may be reaping it at the same moment: its waitpid wins, and

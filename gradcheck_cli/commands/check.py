@@ -76,13 +76,13 @@ from .options import (
     help="Probe the coordinates in N worker processes (0: one per core), each of which loads PROBLEM "
     "again; the report is the same, bit for bit, for an objective that is a function of its "
     "parameters. Worth it when the check's objective calls take far longer than starting the workers "
-    "(about half a second): see docs/parallel.md.",
+    "(forks of a server that has imported numpy and gradcheck, each loading PROBLEM): see docs/parallel.md.",
 )
 @click.option(
     "--executor",
     metavar="dask://HOST:PORT",
     help="Probe the coordinates on the workers of the dask.distributed scheduler at HOST:PORT instead "
-    "(pip install 'gradcheck-cli[dask]'), each of which loads PROBLEM again from the same path; not "
+    "(pip install -e '.[dask]'), each of which loads PROBLEM again from the same path; not "
     "with --jobs. Worth it for an objective of seconds a call: see docs/parallel.md.",
 )
 @click.option(
@@ -155,7 +155,10 @@ def dask_executor(executor: str | None, scheduler: str | None):
     try:
         from distributed import Client
     except ImportError:
-        problem = "dask.distributed is not installed: pip install 'gradcheck-cli[dask]' (from a clone, pip install -e '.[dask]')"
+        problem = (
+            "dask.distributed is not installed: pip install -e '.[dask]' from a clone of gradcheck "
+            "(or pip install 'gradcheck-cli[dask]')"
+        )
         raise ExecutorUnavailable(address=executor, problem=problem) from None
     try:
         client = Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
