@@ -209,8 +209,7 @@ def probe_values(
     ``center`` (f(θ)), a coordinate whose slopes or estimate are not finite is its typed error
     right after its second call. ``progress(k)`` after each coordinate k (counted from 1).
     """
-    segment = slice(start, stop)
-    probes = np.stack([columns.minus_point[segment], columns.plus_point[segment]], axis=1).tolist()
+    probes = (columns.minus_point[start:stop], columns.plus_point[start:stop])
     values = _probe_calls(array, columns, start, probes, _PAIR, objective, argument, progress, center)
     minus_values += values[0::2]
     plus_values += values[1::2]
@@ -222,7 +221,7 @@ def stencil_values(array: np.ndarray, columns: ProbeColumns, objective: Callable
     not finite is its typed error right after its third call. An error the objective raises that is
     a GradCheckError is wrapped in AtCoordinate, as the chapter's check wraps it. Returns the
     columns (minus values, center values, plus values)."""
-    probes = np.stack([columns.minus_point, columns.theta, columns.plus_point], axis=1).tolist()
+    probes = (columns.minus_point, columns.theta, columns.plus_point)
     values = _probe_calls(array, columns, 0, probes, _STENCIL, objective, argument, wrap_objective_errors=True)
     return tuple(np.array(values[side::3], dtype=np.float64) for side in range(3))
 
@@ -237,8 +236,9 @@ _VALUE_BOUND = 2.0**999
 def _probe_calls(
     array, columns, start, probes, sides, objective, argument, progress=None, center=None, wrap_objective_errors=False
 ) -> list:
-    """The write-probe/call/write-back loop: coordinate ``start + k``'s ``probes[k]`` in turn, one
-    value per probe and per side in ``sides``; returns the values in call order.
+    """The write-probe/call/write-back loop: coordinate ``start + k``'s probes in turn (the k-th
+    entry of each column of ``probes``, one column per side in ``sides``); returns the values in
+    call order.
 
     Writes go through ndarray's own flat iterator of ``array`` (row-major offsets, any layout, never
     a subclass's indexing), which refuses a write once the objective made the array read-only: the
@@ -248,7 +248,7 @@ def _probe_calls(
     coordinate with one such value gets the chapter's finite-slopes rule (:func:`difference_at`),
     with the shared f(θ) ``center`` (pairs; none without it) or its own center value (the stencil).
     """
-    width, stop = len(sides), start + len(probes)
+    width, stop = len(sides), start + len(probes[0])
     flat = np.ndarray.flat.__get__(array)
     spare = np.ndarray.flat.__get__(np.ndarray.view(array, np.ndarray))  # stays writable whatever the flags of array
     if center is None and width == 2:  # no slopes to check: a finite float is all a value must be
@@ -264,7 +264,7 @@ def _probe_calls(
     )
     values = []
     add = values.append
-    for (offset, original, low, high), coordinate_probes in zip(rows, probes):
+    for (offset, original, low, high), coordinate_probes in zip(rows, zip(*(side.tolist() for side in probes))):
         settled = True
         for probe in coordinate_probes:
             try:
