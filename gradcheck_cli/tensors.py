@@ -37,7 +37,7 @@ from .errors import (
     UnsupportedDtype,
 )
 from .estimator import CentralDifference, GradientComparison, ProbeGeometry, validate_step, validate_tolerance
-from .records import Record
+from .records import Record, records_from_rows
 from .sampling import (
     SampledCoordinate,
     at_coordinate,
@@ -390,7 +390,8 @@ def sampled_tensor_gradient_check(
     comparisons = _comparisons(columns.analytic, slopes.derivative, tolerance)
     index = list(zip(*(axis.tolist() for axis in index_columns(columns.offsets, columns.shape))))
     coordinates = index if columns.shape else [()] * len(columns)
-    checks = tuple(map(CoordinateGradientCheck, columns.offsets.tolist(), coordinates, differences, comparisons))
+    rows = zip(columns.offsets.tolist(), coordinates, differences, comparisons)
+    checks = tuple(records_from_rows(CoordinateGradientCheck, rows))
     return TensorGradientCheck(
         shape=tuple(parameters.shape),
         requested_samples=max_samples,
@@ -430,7 +431,7 @@ def _differences(columns, step: float, values: tuple, slopes: tuple) -> list:
         columns.right_weight,
     )
     rows = zip(*(column.tolist() for column in fields), stencils, slopes[2].tolist())
-    return [CentralDifference(*row) for row in rows]
+    return records_from_rows(CentralDifference, rows)
 
 
 def _comparisons(analytic: np.ndarray, numerical: np.ndarray, tolerance: float) -> list:
@@ -442,4 +443,4 @@ def _comparisons(analytic: np.ndarray, numerical: np.ndarray, tolerance: float) 
     passed = (scaled_error <= tolerance).tolist()
     columns = (analytic, numerical, absolute_error, scale, scaled_error)
     rows = zip(*(column.tolist() for column in columns), [tolerance] * len(passed), passed)
-    return [GradientComparison(*row) for row in rows]
+    return records_from_rows(GradientComparison, rows)
