@@ -262,7 +262,7 @@ def _probe_calls(
     rows = zip(
         columns.offsets[start:stop].tolist(), columns.theta[start:stop].tolist(), (-bound).tolist(), bound.tolist()
     )
-    values = []
+    values, float64 = [], np.float64
     add = values.append
     for (offset, original, low, high), coordinate_probes in zip(rows, zip(*(side.tolist() for side in probes))):
         settled = True
@@ -281,9 +281,13 @@ def _probe_calls(
                 spare[offset] = original
                 error = ArrayMadeReadOnly(role="parameters")
                 raise at_coordinate(columns.coordinate(start + len(values) // width), error) from error
-            if type(value) is not float or not low < value < high:
+            if type(value) is float64:  # numpy's float64, a float subclass, is common enough to come first
+                value = float(value)
+            elif type(value) is not float:
                 value = _checked(value, sides[len(values) % width], columns, start + len(values) // width)
-                settled = low < value < high and settled
+            if not low < value < high:  # a value that is not finite is its typed error here
+                value = _checked(value, sides[len(values) % width], columns, start + len(values) // width)
+                settled = False
             add(value)
         if not settled or progress is not None:
             _settle(columns, start + len(values) // width - 1, values[-width:], center, settled, progress)
@@ -312,8 +316,6 @@ def difference_at(columns: ProbeColumns, k: int, minus: float, center: float, pl
 
 def _checked(value, side: str, columns: ProbeColumns, k: int) -> float:
     """An objective value that is not a finite Python float: converted, or its typed error."""
-    if type(value) is np.float64 and math.isfinite(value):
-        return float(value)
     try:
         return evaluated_value(side, value)
     except GradCheckError as error:
