@@ -17,6 +17,11 @@ For scale, three cheaper checks that gather less or different evidence run
 too: approx_fprime restricted to the same 64 coordinates, check_grad along
 one random direction, and torch's fast_mode (one random projection).
 
+Then the projection section (_projection.py; alone with --projection-only): our share of time
+outside the objective's calls (goal ≤ 30 %) and the projection peers (torch fast_mode, JAX
+check_grads, scipy's random direction) on a numpy logistic regression and a torch MLP of about
+10^5 parameters each.
+
 Every timing counts its objective evaluations. With --peer-n smaller than
 --n the full-gradient peers run at --peer-n and their times at n are
 EXTRAPOLATED (evaluations × cost per evaluation, both measured), and the
@@ -29,6 +34,7 @@ The script re-executes itself with glibc's malloc keeping freed memory
 prints each full peer's page faults and kernel time.
 
 Usage: python benchmarks/peers.py [--n 100000] [--peer-n N] [--repeats 7] [--peer-repeats 1] [--natural-malloc]
+       [--projection-n 100000] [--projection-repeats 5] [--projection-only]
 """
 
 import argparse
@@ -40,6 +46,7 @@ import numpy as np
 import scipy
 from scipy.optimize import approx_fprime, check_grad
 
+import _projection
 from _common import header, interleaved, malloc_line, median, seconds, spread, with_steady_malloc
 from _objectives import mean_nll, mean_nll_gradient
 from gradcheck_cli.check import check_gradients
@@ -232,6 +239,13 @@ def parse_arguments():
     parser.add_argument("--repeats", type=int, default=7, help="interleaved runs of gradcheck and the cheap checks")
     parser.add_argument("--peer-repeats", type=int, default=1, help="runs of each full-gradient peer")
     parser.add_argument("--natural-malloc", action="store_true", help="leave glibc's malloc trimming as it is")
+    parser.add_argument("--projection-n", type=int, default=10**5, help="weights of the logistic regression")
+    parser.add_argument(
+        "--projection-repeats", type=int, default=5, help="interleaved rounds of the projection section"
+    )
+    parser.add_argument(
+        "--projection-only", action="store_true", help="only the projection peers and our time outside the objective"
+    )
     return parser.parse_args()
 
 
@@ -283,6 +297,11 @@ def peer_rows(peers, peer_durations, peer_problem, n: int, costs: tuple) -> list
 def main():
     arguments = parse_arguments()
     with_steady_malloc(arguments.natural_malloc)
+    if arguments.projection_only:
+        header("peers: projection checks of about 10^5 parameters", scipy=scipy.__version__)
+        print(malloc_line())
+        _projection.run(arguments.projection_n, arguments.projection_repeats)
+        return 0
     peer_n = arguments.peer_n or arguments.n
     problem = Problem(arguments.n)
     costs = print_setting(problem, arguments.n)
@@ -319,6 +338,7 @@ def main():
             f"  {'':<{width}}  evaluations {evaluations}, ratio {median(times) / reference:.3g}, {verdict_text}{note}"
         )
     print(f"(peer timing took {seconds(time.perf_counter() - started)})")
+    _projection.run(arguments.projection_n, arguments.projection_repeats)
     return 0
 
 

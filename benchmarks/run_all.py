@@ -17,6 +17,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 SCRIPTS = (
     "startup.py",
     "overhead.py",
+    "probe_loop.py",
     "evaluations.py",
     "scale.py",
     "million.py",

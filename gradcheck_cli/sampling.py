@@ -13,7 +13,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import EmptyTensor, InvalidSamples, InvalidShape, ShapeOverflow, TooManySamples, ZeroSamples
+from .errors import (
+    AtCoordinate,
+    EmptyTensor,
+    GradCheckError,
+    InvalidSamples,
+    InvalidShape,
+    ShapeOverflow,
+    TooManySamples,
+    ZeroSamples,
+)
 from .records import Record
 
 __all__ = [
@@ -27,6 +36,7 @@ __all__ = [
     "element_count",
     "coordinate_from_offset",
     "offset_from_coordinate",
+    "at_coordinate",
     "sample_tensor_coordinates",
     "sampled_offsets",
 ]
@@ -160,6 +170,11 @@ def coordinate_from_offset(shape: Sequence[int], flat_index: int) -> tuple:
         flat_index, position = divmod(flat_index, extent)
         coordinate.append(position)
     return tuple(reversed(coordinate))
+
+
+def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
+    """Wrap ``error`` with the coordinate it happened at."""
+    return AtCoordinate(coordinate=list(coordinate), source=error)
 
 
 def sample_tensor_coordinates(shape: Sequence[int], max_samples: int) -> list:

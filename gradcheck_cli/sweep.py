@@ -30,7 +30,7 @@ from .judge import (
     StepEstimate,
     verdict_passes,
 )
-from .tensors import at_coordinate
+from .sampling import at_coordinate
 
 __all__ = [
     "ProbeColumns",
@@ -38,6 +38,7 @@ __all__ = [
     "plan_columns",
     "with_probes",
     "probe_values",
+    "stencil_values",
     "difference_at",
     "SlopeColumns",
     "slope_columns",
@@ -208,47 +209,98 @@ def probe_values(
     ``center`` (f(θ)), a coordinate whose slopes or estimate are not finite is its typed error
     right after its second call. ``progress(k)`` after each coordinate k (counted from 1).
     """
-    target, positions = _writable_target(array, columns, start, stop)
-    segment = slice(start, stop)
-    probes = np.stack([columns.minus_point[segment], columns.plus_point[segment]], axis=1).ravel().tolist()
-    originals = columns.theta[segment].tolist()
-    if center is not None:
-        slope_terms = list(
-            zip(
-                (columns.left_weight[segment]).tolist(),
-                columns.minus_spacing[segment].tolist(),
-                columns.right_weight[segment].tolist(),
-                columns.plus_spacing[segment].tolist(),
-            )
-        )
-    values, isfinite = [], math.isfinite
-    add = values.append
-    for j, probe in enumerate(probes):  # θ−h and θ+h of each coordinate in turn
-        k = j >> 1
-        position, original = positions[k], originals[k]
-        try:
-            target[position] = probe
-            value = objective(argument)
-        finally:
-            target[position] = original
-        if not array.flags.writeable:  # a snapshot of the flags would not see the objective's change
-            raise at_coordinate(columns.coordinate(start + k), ArrayMadeReadOnly(role="parameters"))
-        if type(value) is not float or not isfinite(value):
-            value = _checked(value, "plus" if j & 1 else "minus", columns, start + k)
-        add(value)
-        if j & 1:
-            if center is not None:
-                left_weight, minus_spacing, right_weight, plus_spacing = slope_terms[k]
-                minus = values[-2]
-                # Finite exactly when both slopes and the estimate are (the weights are positive).
-                if not isfinite(
-                    left_weight * ((center - minus) / minus_spacing) + right_weight * ((value - center) / plus_spacing)
-                ):
-                    difference_at(columns, start + k, minus, center, value)  # the chapter's rule raises
-            if progress is not None:
-                progress(start + k + 1)
+    probes = (columns.minus_point[start:stop], columns.plus_point[start:stop])
+    values = _probe_calls(array, columns, start, probes, _PAIR, objective, argument, progress, center)
     minus_values += values[0::2]
     plus_values += values[1::2]
+
+
+def stencil_values(array: np.ndarray, columns: ProbeColumns, objective: Callable, argument) -> tuple:
+    """The chapter's three calls at every coordinate, minus, center, plus, in turn (the center call
+    with θ itself written): as :func:`probe_values`, and a coordinate whose slopes or estimate are
+    not finite is its typed error right after its third call. An error the objective raises that is
+    a GradCheckError is wrapped in AtCoordinate, as the chapter's check wraps it. Returns the
+    columns (minus values, center values, plus values)."""
+    probes = (columns.minus_point, columns.theta, columns.plus_point)
+    values = _probe_calls(array, columns, 0, probes, _STENCIL, objective, argument, wrap_objective_errors=True)
+    return tuple(np.array(values[side::3], dtype=np.float64) for side in range(3))
+
+
+_PAIR = ("minus", "plus")
+_STENCIL = ("minus", "center", "plus")
+#: A value below min(h₋, h₊, 1)·2^999 in magnitude at each call of a coordinate: its slopes and its
+#: estimate are finite (|f − f'| < 2^1000·min(h₋, h₊), weights at most 1), so no check is needed.
+_VALUE_BOUND = 2.0**999
+
+
+def _probe_calls(
+    array, columns, start, probes, sides, objective, argument, progress=None, center=None, wrap_objective_errors=False
+) -> list:
+    """The write-probe/call/write-back loop: coordinate ``start + k``'s probes in turn (the k-th
+    entry of each column of ``probes``, one column per side in ``sides``); returns the values in
+    call order.
+
+    Writes go through ndarray's own flat iterator of ``array`` (row-major offsets, any layout, never
+    a subclass's indexing), which refuses a write once the objective made the array read-only: the
+    write of θ back is also the read-only check, and θ is then written through a view made before
+    the first call, which stays writable. A value that is a float within the coordinate's
+    bound needs no other check; any other is converted or refused by the scalar rules, and a
+    coordinate with one such value gets the chapter's finite-slopes rule (:func:`difference_at`),
+    with the shared f(θ) ``center`` (pairs; none without it) or its own center value (the stencil).
+    """
+    width, stop = len(sides), start + len(probes[0])
+    flat = np.ndarray.flat.__get__(array)
+    spare = np.ndarray.flat.__get__(np.ndarray.view(array, np.ndarray))  # stays writable whatever the flags of array
+    if center is None and width == 2:  # no slopes to check: a finite float is all a value must be
+        bound = np.full(stop - start, math.inf)
+    else:
+        with np.errstate(all="ignore"):
+            bound = np.minimum(np.minimum(columns.minus_spacing[start:stop], columns.plus_spacing[start:stop]), 1.0)
+            bound *= _VALUE_BOUND
+            if center is not None:
+                bound[~(abs(center) < bound)] = 0.0  # every value then takes the checked path
+    rows = zip(
+        columns.offsets[start:stop].tolist(), columns.theta[start:stop].tolist(), (-bound).tolist(), bound.tolist()
+    )
+    values, float64 = [], np.float64
+    add = values.append
+    for (offset, original, low, high), coordinate_probes in zip(rows, zip(*(side.tolist() for side in probes))):
+        settled = True
+        for probe in coordinate_probes:
+            try:
+                flat[offset] = probe
+                value = objective(argument)
+            except BaseException as error:
+                spare[offset] = original
+                if wrap_objective_errors and isinstance(error, GradCheckError):
+                    raise at_coordinate(columns.coordinate(start + len(values) // width), error) from error
+                raise
+            try:
+                flat[offset] = original
+            except ValueError:  # the objective made the array read-only
+                spare[offset] = original
+                error = ArrayMadeReadOnly(role="parameters")
+                raise at_coordinate(columns.coordinate(start + len(values) // width), error) from error
+            if type(value) is float64:  # numpy's float64, a float subclass, is common enough to come first
+                value = float(value)
+            elif type(value) is not float:
+                value = _checked(value, sides[len(values) % width], columns, start + len(values) // width)
+            if not low < value < high:  # a value that is not finite is its typed error here
+                value = _checked(value, sides[len(values) % width], columns, start + len(values) // width)
+                settled = False
+            add(value)
+        if not settled or progress is not None:
+            _settle(columns, start + len(values) // width - 1, values[-width:], center, settled, progress)
+    return values
+
+
+def _settle(columns: ProbeColumns, k: int, values: list, center, settled: bool, progress) -> None:
+    """After coordinate k's last call: the finite-slopes rule unless ``settled``, then ``progress``."""
+    if not settled and (center is not None or len(values) == 3):
+        minus, middle, plus = (values[0], center, values[1]) if len(values) == 2 else values
+        difference_at(columns, k, minus, middle, plus)  # the chapter's rule raises where it must
+    if progress is not None:
+        progress(k + 1)
 
 
 def difference_at(columns: ProbeColumns, k: int, minus: float, center: float, plus: float) -> CentralDifference:
@@ -264,25 +316,10 @@ def difference_at(columns: ProbeColumns, k: int, minus: float, center: float, pl
 
 def _checked(value, side: str, columns: ProbeColumns, k: int) -> float:
     """An objective value that is not a finite Python float: converted, or its typed error."""
-    if type(value) is np.float64 and math.isfinite(value):
-        return float(value)
     try:
         return evaluated_value(side, value)
     except GradCheckError as error:
         raise at_coordinate(columns.coordinate(k), error) from error
-
-
-def _writable_target(array: np.ndarray, columns: ProbeColumns, start: int, stop: int) -> tuple:
-    """A plain-ndarray view that writes into ``array`` and the positions of coordinates start:stop in it.
-
-    A C-contiguous array is written through its flat view at flat offsets; any other through
-    index tuples. Either way ndarray's own indexing, never a subclass's.
-    """
-    plain = np.ndarray.view(array, np.ndarray)
-    if plain.flags.c_contiguous:
-        return plain.reshape(-1), columns.offsets[start:stop].tolist()
-    index = index_columns(columns.offsets[start:stop], columns.shape)
-    return plain, list(zip(*(axis.tolist() for axis in index)))
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ the exact original bits on every path, exceptions and KeyboardInterrupt
 included. The coordinates come from :mod:`sampling` (re-exported here).
 
 The chapter's :func:`sampled_tensor_gradient_check` and the multi-parameter
-:func:`~gradcheck_cli.check.check_gradients` are built from the same three
-pieces, so that they validate and probe identically:
-:func:`parameter_and_gradient` (the two arrays), :func:`plan_coordinates`
-(every selected coordinate, before the first objective call) and
-:func:`probe_coordinate` (one coordinate's three calls).
+:func:`~gradcheck_cli.check.check_gradients` are built from the same pieces,
+so that they validate and probe identically: :func:`parameter_and_gradient`
+(the two arrays), the coordinates planned as columns before the first
+objective call (:func:`~gradcheck_cli.sweep.plan_columns`, with
+:func:`plan_coordinates` deciding where a coordinate is unusable) and one
+write-probe/call/write-back loop (:mod:`~gradcheck_cli.sweep`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import numpy as np
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     ArrayMadeReadOnly,
-    AtCoordinate,
     GradCheckError,
     GradientShapeMismatch,
     MaskedValues,
@@ -36,23 +36,18 @@ from .errors import (
     SelfOverlappingArray,
     UnsupportedDtype,
 )
-from .estimator import (
-    CentralDifference,
-    GradientComparison,
-    ProbeGeometry,
-    central_difference,
-    compare_gradients,
-    validate_step,
-    validate_tolerance,
-)
-from .records import Record
+from .estimator import CentralDifference, GradientComparison, ProbeGeometry, validate_step, validate_tolerance
+from .records import Record, records_from_rows
 from .sampling import (
     SampledCoordinate,
+    at_coordinate,
     coordinate_from_offset,
     element_count,
     sample_tensor_coordinates,
+    sampled_offsets,
     validate_samples,
 )
+from .sweep import index_columns, plan_columns, slope_columns, stencil_values, with_probes
 
 __all__ = [
     "SampledCoordinate",
@@ -68,7 +63,6 @@ __all__ = [
     "strides_may_overlap",
     "writable_memory",
     "plan_coordinates",
-    "probe_coordinate",
     "probing_objective",
     "write_back",
     "sampled_tensor_gradient_check",
@@ -222,11 +216,6 @@ def parameter_and_gradient(parameters, gradient) -> tuple:
     return dtype, gradient
 
 
-def at_coordinate(coordinate, error: GradCheckError) -> AtCoordinate:
-    """Wrap ``error`` with the coordinate it happened at."""
-    return AtCoordinate(coordinate=list(coordinate), source=error)
-
-
 def finite_point(parameters: np.ndarray, index: tuple) -> float:
     """θ = ``parameters[index]`` as a float; NonFinitePoint (not yet wrapped) if it is NaN or infinite."""
     point = float(parameters[index])
@@ -344,22 +333,6 @@ def write_back(array: np.ndarray, index, values) -> bool:
     return False
 
 
-def probe_coordinate(parameters: np.ndarray, planned: PlannedCoordinate, objective: Callable) -> CentralDifference:
-    """The central difference at one planned coordinate: three calls, minus, center, plus.
-
-    Each probe is written into ``parameters`` itself and the original bits
-    are restored right after each call (:func:`probing_objective`); an error
-    is raised wrapped in :class:`AtCoordinate`. ``objective`` is called with
-    ``parameters``.
-    """
-    index = planned.sample.coordinate
-    evaluate = probing_objective(parameters, index, objective)
-    try:
-        return central_difference(planned.point, planned.step, evaluate, planned.geometry)
-    except GradCheckError as error:
-        raise at_coordinate(index, error) from error
-
-
 def sampled_tensor_gradient_check(
     parameters: np.ndarray,
     analytic: np.ndarray,
@@ -410,23 +383,64 @@ def sampled_tensor_gradient_check(
     tolerance = validate_tolerance(tolerance)
     dtype, analytic = parameter_and_gradient(parameters, analytic)
     max_samples = validate_samples(max_samples)
-    samples = sample_tensor_coordinates(parameters.shape, max_samples)
-    planned = plan_coordinates(parameters, analytic, samples, dtype, step)
-    checks = [_coordinate_gradient_check(parameters, coordinate, tolerance, objective) for coordinate in planned]
+    columns = _planned_columns(parameters, analytic, sampled_offsets(parameters.shape, max_samples), dtype, step)
+    values = stencil_values(parameters, columns, objective, parameters)
+    slopes = slope_columns(columns, *values)  # all finite: stencil_values raised where one is not
+    differences = _differences(columns, step, values, (slopes.left, slopes.right, slopes.derivative))
+    comparisons = _comparisons(columns.analytic, slopes.derivative, tolerance)
+    index = list(zip(*(axis.tolist() for axis in index_columns(columns.offsets, columns.shape))))
+    coordinates = index if columns.shape else [()] * len(columns)
+    rows = zip(columns.offsets.tolist(), coordinates, differences, comparisons)
+    checks = tuple(records_from_rows(CoordinateGradientCheck, rows))
     return TensorGradientCheck(
         shape=tuple(parameters.shape),
         requested_samples=max_samples,
-        passed=all(check.comparison.passed for check in checks),
-        checks=tuple(checks),
+        passed=all(comparison.passed for comparison in comparisons),
+        checks=checks,
     )
 
 
-def _coordinate_gradient_check(parameters, planned: PlannedCoordinate, tolerance: float, objective):
-    """Probe one planned coordinate and compare its analytic value; errors come wrapped in AtCoordinate."""
-    difference = probe_coordinate(parameters, planned, objective)
-    try:
-        comparison = compare_gradients(planned.analytic, difference.derivative, tolerance)
-    except GradCheckError as error:
-        raise at_coordinate(planned.sample.coordinate, error) from error
-    sample = planned.sample
-    return CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison)
+def _planned_columns(parameters, analytic, offsets: list, dtype: ProbeDtype, step: float):
+    """The selected coordinates' columns with their probes at ``step``, validated as
+    :func:`plan_coordinates` validates them: where θ or the analytic value is not finite, it decides
+    (the first coordinate in error raises, in the chapter's order); else the first invalid probe is
+    its typed error in AtCoordinate."""
+    plain = plain_view(parameters)
+    columns = plan_columns(plain, analytic, offsets, dtype, step, probes=False)
+    unusable = ~(np.isfinite(columns.theta) & np.isfinite(columns.analytic))
+    if unusable.any():
+        first = int(np.argmax(unusable))
+        samples = [SampledCoordinate(k, coordinate_from_offset(columns.shape, k)) for k in offsets[: first + 1]]
+        plan_coordinates(parameters, analytic, samples, dtype, step)  # raises
+    return with_probes(columns, dtype, step)
+
+
+def _differences(columns, step: float, values: tuple, slopes: tuple) -> list:
+    """Every coordinate's CentralDifference, from the columns (the scalar code's very operations)."""
+    stencils = np.where(columns.minus_spacing == columns.plus_spacing, "symmetric", "unequal").tolist()
+    fields = (
+        columns.theta,
+        np.full(len(columns), step),
+        columns.minus_point,
+        columns.plus_point,
+        columns.minus_spacing,
+        columns.plus_spacing,
+        *values,
+        *slopes[:2],
+        columns.left_weight,
+        columns.right_weight,
+    )
+    rows = zip(*(column.tolist() for column in fields), stencils, slopes[2].tolist())
+    return records_from_rows(CentralDifference, rows)
+
+
+def _comparisons(analytic: np.ndarray, numerical: np.ndarray, tolerance: float) -> list:
+    """Every coordinate's GradientComparison, as :func:`~gradcheck_cli.estimator.compare_gradients`
+    computes it, from the columns."""
+    scale = np.maximum(np.maximum(1.0, np.abs(analytic)), np.abs(numerical))
+    absolute_error = np.abs(analytic - numerical)
+    scaled_error = np.abs(analytic / scale - numerical / scale)
+    passed = (scaled_error <= tolerance).tolist()
+    columns = (analytic, numerical, absolute_error, scale, scaled_error)
+    rows = zip(*(column.tolist() for column in columns), [tolerance] * len(passed), passed)
+    return records_from_rows(GradientComparison, rows)

@@ -125,3 +125,35 @@ def test_to_dict_makes_non_finite_floats_strings():
         "tolerance": 1e-06,
         "passed": False,
     }
+
+
+def test_records_from_rows_are_the_constructors_records_in_every_respect():
+    from gradcheck_cli.estimator import CentralDifference
+    from gradcheck_cli.records import records_from_rows
+    from gradcheck_cli.tensors import CoordinateGradientCheck
+
+    # A non-slotted record (an instance dictionary) and a slotted one holding it.
+    difference = compare_gradients(5.5, 6.0, 1e-6)
+    rows = [(5.5, 6.0, 0.5, 6.0, 0.08333333333333337, 1e-6, False), (-0.0, 0.0, 0.0, 1.0, 0.0, 0.0, True)]
+    for built, made in zip(records_from_rows(GradientComparison, rows), [GradientComparison(*row) for row in rows]):
+        assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+        assert vars(built) == vars(made) and list(vars(built)) == list(vars(made))
+        assert pickle.loads(pickle.dumps(built)) == made and copy.deepcopy(built) == made
+        assert dataclasses.replace(built, passed=True) == dataclasses.replace(made, passed=True)
+        assert same_bits(built.analytic, made.analytic)  # -0.0 stays -0.0
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.passed = True
+    checks = records_from_rows(CoordinateGradientCheck, [(3, (1, 0), None, difference)])
+    assert checks == [CoordinateGradientCheck(3, (1, 0), None, difference)] and not hasattr(checks[0], "__dict__")
+    assert checks[0].to_dict()["comparison"] == difference.to_dict()
+    assert records_from_rows(CentralDifference, []) == []
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        value: float
+
+        def __post_init__(self):
+            raise ValueError
+
+    with pytest.raises(TypeError, match="has a __post_init__"):
+        records_from_rows(Checked, [(1.0,)])

@@ -15,6 +15,7 @@ from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.judge import PASSED, Resolution, verdict_passes
 from gradcheck_cli.records import float_bits, same_bits
 from gradcheck_cli.sweep import plan_columns, with_probes
+from gradcheck_cli.tensors import sampled_tensor_gradient_check
 
 
 def _bits(values) -> list:
@@ -186,6 +187,31 @@ def test_an_array_made_read_only_is_an_error_right_after_that_call():
     assert "coordinate [2]" in str(raised.value) and "read-only" in str(raised.value)
     # f(θ), coordinates 0 and 1, f(θ) at the first checkpoint, and coordinate 2's first probe
     assert calls[0] == 7 and x.tolist() == [0.0, 1.0, 2.0, 3.0] and not x.flags.writeable
+
+
+def test_a_view_made_read_only_is_restored_and_an_error_at_that_coordinate_in_both_checks():
+    # A transposed (non-contiguous) view: the loop writes through ndarray's flat iterator of the view,
+    # which refuses the write of θ back once the objective made the view read-only; θ is written
+    # back all the same, and the error names the coordinate, right after that call.
+    for chapter in (False, True):
+        base = np.arange(6.0).reshape(2, 3)
+        view = base.T
+        calls = [0]
+
+        def objective(parameters, view=view):
+            calls[0] += 1
+            if view[2, 1] != 5.0:  # coordinate [2, 1] is probed
+                view.flags.writeable = False
+            return float(np.sum(view**2))
+
+        with pytest.raises(GradCheckError) as raised:
+            if chapter:
+                sampled_tensor_gradient_check(view, 2 * view, 1e-5, 1e-6, 6, objective)
+            else:
+                check_gradients(objective, {"x": view}, {"x": 2 * view}, samples="all")
+        assert "coordinate [2, 1]" in str(raised.value) and "read-only" in str(raised.value)
+        assert calls[0] == (16 if chapter else 14)  # 5 coordinates × 3 calls, or f(θ) thrice and 5 × 2; then one
+        assert base.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and not view.flags.writeable
 
 
 def test_the_columns_never_warn_or_raise_where_python_floats_would_not():

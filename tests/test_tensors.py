@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -354,3 +354,90 @@ def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
     check = sampled_tensor_gradient_check(parameters, gradient, 1e-5, 1e-6, 1, sum_of_squares)
     assert check.passed and [record.coordinate for record in check.checks] == [()]
     assert check.checks[0].comparison.analytic == 3.0
+
+
+def _scalar_records(parameters, analytic, step, tolerance, samples, objective):
+    """The chapter's records by its scalar pieces, one coordinate at a time: plan_coordinates,
+    probing_objective, central_difference, compare_gradients."""
+    from gradcheck_cli.dtypes import probe_dtype
+    from gradcheck_cli.estimator import central_difference, compare_gradients
+    from gradcheck_cli.tensors import CoordinateGradientCheck, plan_coordinates, probing_objective
+
+    selected = sample_tensor_coordinates(parameters.shape, samples)
+    planned = plan_coordinates(parameters, analytic, selected, probe_dtype(parameters.dtype), step)
+    records = []
+    for coordinate in planned:
+        evaluate = probing_objective(parameters, coordinate.sample.coordinate, objective)
+        difference = central_difference(coordinate.point, coordinate.step, evaluate, coordinate.geometry)
+        comparison = compare_gradients(coordinate.analytic, difference.derivative, tolerance)
+        sample = coordinate.sample
+        records.append(CoordinateGradientCheck(sample.flat_index, sample.coordinate, difference, comparison))
+    return records
+
+
+def _record_bits(record) -> list:
+    """Every float of a record as its bit pattern (so that -0.0 and 0.0 differ), the rest as is."""
+    from gradcheck_cli.records import float_bits
+
+    def leaves(value):
+        if isinstance(value, dict):
+            return [leaf for key in value for leaf in [key, *leaves(value[key])]]
+        if isinstance(value, list):
+            return [leaf for item in value for leaf in leaves(item)]
+        return [("float", float_bits(value)) if isinstance(value, float) else value]
+
+    return leaves(record.to_dict())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(["float64", "float32", "bfloat16"]),
+    shape=st.sampled_from([(), (5,), (3, 4), (2, 3, 2)]),
+    transposed=st.booleans(),
+    samples=st.integers(min_value=1, max_value=30),
+    scale=st.sampled_from([1.0, 1e-3, 1e200, 1e305]),
+    returns=st.sampled_from(["float", "numpy", "float32"]),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_the_records_are_the_scalar_codes_bit_for_bit(dtype, shape, transposed, samples, scale, returns, seed):
+    # The check builds its records from numpy columns: every field equals what the chapter's scalar
+    # pieces compute coordinate by coordinate, for every dtype, layout and size of f's values (a
+    # scale of 1e305 puts them beyond the bound below which a value needs no other check).
+    import ml_dtypes
+
+    random = np.random.default_rng(seed)
+    stored = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    values = random.standard_normal(shape[::-1] if transposed else shape)
+    parameters = np.asarray(values, dtype=stored)
+    parameters = parameters.T if transposed else parameters
+    analytic = np.asarray(random.standard_normal(parameters.shape))
+    convert = {"float": float, "numpy": np.float64, "float32": lambda v: float(np.float32(v))}[returns]
+    scale = 1.0 if returns == "float32" else scale  # float32 values past 3.4e38 are inf: another test
+
+    def objective(array):
+        return convert(scale * float(np.sum(np.sin(np.asarray(array, dtype=np.float64)))))
+
+    step = 1e-5 if dtype == "float64" else 1e-2
+    before = np.array(parameters, copy=True)
+    result = sampled_tensor_gradient_check(parameters, analytic, step, 1e-6, samples, objective)
+    expected = _scalar_records(parameters, analytic, step, 1e-6, samples, objective)
+    assert [_record_bits(record) for record in result.checks] == [_record_bits(record) for record in expected]
+    assert result.checks == tuple(expected) and result.passed == all(r.comparison.passed for r in expected)
+    assert np.array_equal(
+        before.reshape(-1).view(np.uint8), np.ascontiguousarray(parameters).reshape(-1).view(np.uint8)
+    )
+
+
+def test_values_beyond_the_quiet_bound_still_raise_the_chapters_slope_error_after_the_third_call():
+    # f = ±1.7e308 on either side of θ: finite values whose slope overflows; the check raises at
+    # the coordinate right after its third call, as the scalar code does.
+    calls = []
+
+    def objective(array):
+        calls.append(float(array[1]))
+        return 1.7e308 if array[1] > 1.0 else -1.7e308 if array[1] < 1.0 else 0.0
+
+    parameters = np.arange(4.0)
+    with pytest.raises(AtCoordinate, match=r"coordinate \[1\] failed: minus one-sided slope is not finite"):
+        sampled_tensor_gradient_check(parameters, np.zeros(4), 1e-5, 1e-6, 4, objective)
+    assert len(calls) == 6 and parameters.tolist() == [0.0, 1.0, 2.0, 3.0]
