@@ -44,8 +44,11 @@ from typing import NamedTuple
 import click
 
 from . import __version__, render
+from .blame import exception_line
 from .cli_errors import CommandLineError
-from .errors import GradCheckError, exception_line
+from .errors import (
+    GradCheckError,
+)
 from .formatting import rust_debug
 
 __all__ = [

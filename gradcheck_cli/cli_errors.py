@@ -17,8 +17,7 @@ class CommandLineError(GradCheckError):
 
     fields = ("option", "problem")
 
-    def describe(self):
-        return self.problem
+    template = "{problem}"
 
 
 class InputFileError(GradCheckError):
@@ -26,8 +25,7 @@ class InputFileError(GradCheckError):
 
     fields = ("option", "path", "problem")
 
-    def describe(self):
-        return f"{self.option} file '{self.path}' {self.problem}"
+    template = "{option} file '{path}' {problem}"
 
 
 class ObjectiveRaised(GradCheckError):
@@ -35,8 +33,7 @@ class ObjectiveRaised(GradCheckError):
 
     fields = ("reference", "error")
 
-    def describe(self):
-        return f"the objective of {self.reference} raised {self.error}"
+    template = "the objective of {reference} raised {error}"
 
 
 class ObjectiveReturned(GradCheckError):
@@ -44,8 +41,7 @@ class ObjectiveReturned(GradCheckError):
 
     fields = ("reference", "source")
 
-    def describe(self):
-        return f"the objective of {self.reference}: {self.source}"
+    template = "the objective of {reference}: {source}"
 
 
 class UserCodeRaised(GradCheckError):
@@ -53,8 +49,7 @@ class UserCodeRaised(GradCheckError):
 
     fields = ("reference", "error")
 
-    def describe(self):
-        return f"the code of {self.reference} raised {self.error}"
+    template = "the code of {reference} raised {error}"
 
 
 class OutOfMemory(GradCheckError):
@@ -62,9 +57,8 @@ class OutOfMemory(GradCheckError):
 
     fields = ("reference", "parameter", "elements", "dtype", "size")
 
-    def describe(self):
-        return (
-            f"not enough memory for gradcheck's working arrays of {self.reference}: its largest parameter "
-            f"{self.parameter!r} holds {self.elements} {self.dtype} elements ({self.size}), and a check needs a "
-            "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
-        )
+    template = (
+        "not enough memory for gradcheck's working arrays of {reference}: its largest parameter "
+        "{parameter!r} holds {elements} {dtype} elements ({size}), and a check needs a "
+        "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
+    )

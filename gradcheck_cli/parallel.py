@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .blame import RAISED_IN_WORKER, exception_line, user_location, user_traceback
 from .errors import (
-    RAISED_IN_WORKER,
     AtParameter,
     GradCheckError,
     InvalidArgument,
@@ -44,9 +44,6 @@ from .errors import (
     WorkerDied,
     WorkerProbeDiffers,
     WorkerProblemDiffers,
-    exception_line,
-    user_location,
-    user_traceback,
 )
 from .estimator import evaluated_value
 from .formatting import rust_debug, short_repr

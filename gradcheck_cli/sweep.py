@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .dtypes import PROBE_DTYPES, ProbeDtype
-from .errors import ArrayMadeReadOnly, GradCheckError
+from .errors import GradCheckError, ReadOnlyArray
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
 from .judge import (
     FLOOR_FACTOR,
@@ -232,7 +232,7 @@ def probe_values(
         finally:
             target[position] = original
         if not array.flags.writeable:  # a snapshot of the flags would not see the objective's change
-            raise at_coordinate(columns.coordinate(start + k), ArrayMadeReadOnly(role="parameters"))
+            raise at_coordinate(columns.coordinate(start + k), ReadOnlyArray(role="parameters", during_check=True))
         if type(value) is not float or not isfinite(value):
             value = _checked(value, "plus" if j & 1 else "minus", columns, start + k)
         add(value)

@@ -22,12 +22,11 @@ import numpy as np
 from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
-    ArrayMadeReadOnly,
     GradientShapeMismatch,
     InvalidArgument,
     NonFiniteEvaluation,
-    NotAMapping,
     ParameterChanged,
+    ReadOnlyArray,
     UnsupportedDtype,
     ZeroDirection,
 )
@@ -400,7 +399,9 @@ def _direction_pieces(parameters: Mapping, names: tuple, seed: int, direction) -
 def _given_pieces(direction, parameters: Mapping, names: Sequence[str]) -> dict:
     """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, not yet normalized."""
     if not isinstance(direction, AnyMapping):
-        raise NotAMapping(role="direction", values="arrays", type_name=type(direction).__name__)
+        raise InvalidArgument(
+            argument="direction", value=type(direction).__name__, expected="a mapping from parameter names to arrays"
+        )
     unit = {}
     for name in names:
         values = direction.get(name)
@@ -459,7 +460,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 restore()
                 raise
             if not restore():
-                raise ArrayMadeReadOnly(role="parameters")
+                raise ReadOnlyArray(role="parameters", during_check=True)
             _unchanged(problem.parameters, entries, arrays)
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
         final = real_scalar("center", problem.objective(problem.parameters))
@@ -475,7 +476,7 @@ def _unchanged(parameters: Mapping, entries: dict, arrays: dict) -> None:
         if parameters.get(name) is not entry:
             raise ParameterChanged(parameter=name, change="replaced or removed")
     if not all(array.flags.writeable for array in arrays.values()):
-        raise ArrayMadeReadOnly(role="parameters")
+        raise ReadOnlyArray(role="parameters", during_check=True)
 
 
 def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:

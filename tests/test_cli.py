@@ -723,12 +723,16 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
 #: All that `gradcheck quadratic` may load beyond click (start-up is benchmarked against `import click`).
 QUADRATIC_MODULES = {
     "gradcheck_cli",
+    "gradcheck_cli.blame",
     "gradcheck_cli.chapter",
     "gradcheck_cli.cli",
     "gradcheck_cli.cli_errors",
     "gradcheck_cli.commands",
     "gradcheck_cli.commands.quadratic",
     "gradcheck_cli.errors",
+    "gradcheck_cli.errors.record",
+    "gradcheck_cli.errors.requests",
+    "gradcheck_cli.errors.user_code",
     "gradcheck_cli.estimator",
     "gradcheck_cli.formatting",
     "gradcheck_cli.records",

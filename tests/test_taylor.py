@@ -27,7 +27,7 @@ from gradcheck_cli.errors import (
     NonFiniteEvaluation,
     NonScalarEvaluation,
     ReadOnlyArray,
-    SharedParameterMemory,
+    SharedMemory,
     UnknownParameter,
     UnsupportedDtype,
     ZeroDirection,
@@ -428,11 +428,14 @@ def test_parameters_that_share_memory_are_refused_before_any_call():
         calls.append(1)
         return float(np.sum(parameters["a"] ** 2) + np.sum(parameters["b"] ** 2))
 
-    with pytest.raises(SharedParameterMemory) as caught:
+    with pytest.raises(SharedMemory) as caught:
         taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}))
-    assert str(caught.value) == "parameters 'a' and 'b' share memory; perturbing one coordinate would perturb both"
+    assert (
+        str(caught.value)
+        == "parameters 'a' and 'b' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one"
+    )
     # Moving only one of them would move the other too.
-    with pytest.raises(SharedParameterMemory):
+    with pytest.raises(SharedMemory):
         taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}), names=["a"])
     assert calls == []
     # Disjoint views of one buffer are independent parameters.
