@@ -597,8 +597,8 @@ def test_check_with_a_missing_file_and_json_prints_the_error_document():
 # ------------------------------------------------------------------ taylor
 
 
-PASSED = "taylor verdict: pass (second order) pass=true failing_parameters=[] localization_evaluations=0"
-FAILED = "taylor verdict: fail (first order) pass=false failing_parameters={} localization_evaluations={}"
+PASSED = "taylor verdict: passed (second order) pass=true failing_parameters=[] localization_evaluations=0"
+FAILED = "taylor verdict: failed (first order) pass=false failing_parameters={} localization_evaluations={}"
 
 
 @pytest.mark.parametrize(
@@ -639,7 +639,7 @@ def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdic
         "taylor steps: 5 of 40 shown, those in the fit (--verbose shows every one)",
         *verbose[-2:],
     ]
-    assert output[-1].startswith("taylor verdict: pass (second order) pass=true failing_parameters=[]")
+    assert output[-1].startswith("taylor verdict: passed (second order) pass=true failing_parameters=[]")
 
 
 def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict():
@@ -744,7 +744,7 @@ def test_the_taylor_table_has_the_points_the_chart_and_the_verdict():
     assert "◆" in table and "● usable" in table and "┤" in table
     last = table.rstrip().splitlines()[-1]
     localized = r"; wrong: W2 \(3 subset tests, 126 extra objective calls\)"
-    verdict = re.fullmatch(r"fail: first order, fitted order (\S+) over 5 points" + localized, last)
+    verdict = re.fullmatch(r"failed: first order, fitted order (\S+) over 5 points" + localized, last)
     assert abs(float(verdict.group(1)) - 1.0) < 0.25  # the library's fail band, 0.75 to 1.25
 
 

@@ -94,7 +94,7 @@ def test_bad_requests_are_typed_errors():
         check_hessian_vector_product(gradient, hessp, parameters)
 
 
-@pytest.mark.parametrize("missing_mean, verdict, order", [(False, "pass", 2.0), (True, "fail", 1.0)])
+@pytest.mark.parametrize("missing_mean, verdict, order", [(False, "passed", 2.0), (True, "failed", 1.0)])
 def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, order):
     from gradcheck_cli import check_problem, taylor_test
     from gradcheck_cli.hessian import hessian_problem

@@ -309,6 +309,6 @@ def test_the_directional_taylor_test_of_the_second_order_term():
     sine = stopped_sine()
     x = points((6,), "float64")
     # ⟨v, g(x + tΔ)⟩ − ⟨v, g(x)⟩ − t·⟨H v, Δ⟩: second order with the right H, first order without it.
-    assert taylor_test(function_problem(scaled_sine(1.0), x, order=2)).verdict == "pass"
+    assert taylor_test(function_problem(scaled_sine(1.0), x, order=2)).verdict == "passed"
     result = taylor_test(function_problem(sine, x, order=2))
-    assert result.verdict == "fail" and result.reason == "first order"
+    assert result.verdict == "failed" and result.reason == "first order"

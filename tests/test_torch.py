@@ -774,6 +774,6 @@ def test_the_directional_taylor_test_of_the_double_backward():
     from gradcheck_cli.torch import double_backward_problem
 
     x = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64, requires_grad=True)
-    assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "pass"
+    assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "passed"
     result = taylor_test(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
-    assert result.verdict == "fail" and result.reason == "first order"
+    assert result.verdict == "failed" and result.reason == "first order"
