@@ -105,7 +105,6 @@ from .tensors import (
 )
 
 __all__ = [
-    "DEFAULT_SAMPLES",
     "ALL_COORDINATES",
     "AUTO_STEP",
     "JITTER_LIMIT",
@@ -120,8 +119,6 @@ __all__ = [
     "selected_coordinates",
 ]
 
-#: Coordinates per parameter unless told otherwise.
-DEFAULT_SAMPLES = CHECK_SAMPLES
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"
 #: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
@@ -439,7 +436,7 @@ def check_gradients(
     parameters: Mapping,
     gradients: Mapping,
     *,
-    samples: Samples = DEFAULT_SAMPLES,
+    samples: Samples = CHECK_SAMPLES,
     step: None | float | str | Mapping = None,
     tolerance: float | None = None,
     kink_tolerance: None | float | Mapping = None,
@@ -1080,7 +1077,7 @@ def selected_coordinates(
     parameters: Mapping,
     gradients: Mapping,
     *,
-    samples: Samples = DEFAULT_SAMPLES,
+    samples: Samples = CHECK_SAMPLES,
     sampler: str = "structured",
     names=None,
 ) -> tuple:

@@ -4,12 +4,12 @@ It perturbs the caller's own array in place, through any view, and restores
 the exact original bits on every path, exceptions and KeyboardInterrupt
 included. The coordinates come from :mod:`sampling` (re-exported here).
 
-The chapter's :func:`sampled_tensor_gradient_check` and the multi-parameter
-:func:`~gradcheck_cli.check.check_gradients` are built from the same three
-pieces, so that they validate and probe identically:
-:func:`parameter_and_gradient` (the two arrays), :func:`plan_coordinates`
-(every selected coordinate, before the first objective call) and
-:func:`probe_coordinate` (one coordinate's three calls).
+The chapter's :func:`sampled_tensor_gradient_check` plans every selected
+coordinate before the first objective call (:func:`plan_coordinates`) and
+probes them one by one (:func:`probe_coordinate`). The multi-parameter
+:func:`~gradcheck_cli.check.check_gradients` validates its arrays with the
+same :func:`parameter_and_gradient` and writes probes through the same
+helpers, but plans and probes its coordinates as numpy columns (:mod:`sweep`).
 """
 
 from __future__ import annotations
@@ -100,8 +100,9 @@ class PlannedCoordinate(Record):
 
     ``point`` is θ as stored, ``analytic`` the candidate there (both finite),
     ``step`` the requested h and ``geometry`` its probes in the array's own
-    dtype; ``step`` and ``geometry`` are None when the step is still to be
-    chosen (:func:`plan_coordinates` with ``probes=False``).
+    dtype (None with ``probes=False``, which the chapter's sampled check,
+    the one caller, never asks for: check_gradients plans numpy columns in
+    :mod:`sweep`).
     """
 
     sample: SampledCoordinate

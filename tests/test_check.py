@@ -14,7 +14,8 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
-from gradcheck_cli.check import ALL_COORDINATES, DEFAULT_SAMPLES
+from gradcheck_cli.check import ALL_COORDINATES
+from gradcheck_cli.defaults import CHECK_SAMPLES
 from gradcheck_cli.dtypes import PROBE_DTYPES
 from gradcheck_cli.errors import (
     AtCoordinate,
@@ -107,7 +108,7 @@ def test_defaults_are_sixteen_samples_and_the_dtype_policy():
     weights = np.arange(40.0).reshape(5, 8) / 10
     report = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights})
     check = report.parameters[0]
-    assert DEFAULT_SAMPLES == 16
+    assert CHECK_SAMPLES == 16
     assert (check.selection, check.requested_samples, len(check.checks)) == ("structured", 16, 16)
     chapter = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights}, sampler="chapter").parameters[0]
     # The chapter's sampler: ⌊k·39/15⌋ for k = 0..15.

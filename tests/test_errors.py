@@ -337,7 +337,7 @@ def test_a_template_names_only_its_fields():
 
         class Misspelled(GradCheckError):
             fields = ("step",)
-            template = "step {stride!d} must be positive"
+            template = "step {stride:?} must be positive"
 
 
 def test_an_error_class_is_a_record_of_fields_and_a_template():

@@ -7,28 +7,28 @@ class InvalidStep(GradCheckError):
     """The requested step is zero, negative, or not finite."""
 
     fields = ("step",)
-    template = "central-difference requested step {step!d} must be positive and finite"
+    template = "central-difference requested step {step:?} must be positive and finite"
 
 
 class NonFinitePoint(GradCheckError):
     """The checked point is NaN or infinite."""
 
     fields = ("point",)
-    template = "gradient-check point {point!d} must be finite"
+    template = "gradient-check point {point:?} must be finite"
 
 
 class PerturbationNotFinite(GradCheckError):
     """A probe fl(point ± step) overflowed."""
 
     fields = ("side", "point", "step")
-    template = "{side} perturbation from point {point!d} by step {step!d} is not finite"
+    template = "{side} perturbation from point {point:?} by step {step:?} is not finite"
 
 
 class PerturbationUnchanged(GradCheckError):
     """A probe fl(point ± step) rounded back to the point itself."""
 
     fields = ("side", "point", "step")
-    template = "{side} perturbation from point {point!d} by step {step!d} rounds back to the point"
+    template = "{side} perturbation from point {point:?} by step {step:?} rounds back to the point"
 
 
 class CollapsedStep(PerturbationUnchanged):
@@ -36,8 +36,8 @@ class CollapsedStep(PerturbationUnchanged):
 
     fields = ("side", "point", "step", "smallest_step")
     template = (
-        "{side} perturbation from point {point!d} by step {step!d} rounds back to the point; "
-        "a step of at least {smallest_step!d} moves both probes"
+        "{side} perturbation from point {point:?} by step {step:?} rounds back to the point; "
+        "a step of at least {smallest_step:?} moves both probes"
     )
 
 
@@ -46,7 +46,7 @@ class InvalidActualSpacing(GradCheckError):
 
     fields = ("side", "point", "probe", "spacing")
     template = (
-        "{side} actual spacing from point {point!d} to probe {probe!d} must be positive and finite, got {spacing!d}"
+        "{side} actual spacing from point {point:?} to probe {probe:?} must be positive and finite, got {spacing:?}"
     )
 
 
@@ -54,14 +54,14 @@ class NonFiniteStencilWeight(GradCheckError):
     """A stencil weight came out NaN or infinite."""
 
     fields = ("side", "value")
-    template = "{side} stencil weight is not finite: {value!d}"
+    template = "{side} stencil weight is not finite: {value:?}"
 
 
 class NonFiniteEvaluation(GradCheckError):
     """The objective returned NaN or an infinity at a probe or the center."""
 
     fields = ("side", "value")
-    template = "{side} function evaluation returned {value!d}"
+    template = "{side} function evaluation returned {value:?}"
 
 
 class NonScalarEvaluation(GradCheckError):
@@ -75,42 +75,42 @@ class NonFiniteOneSidedSlope(GradCheckError):
     """A one-sided secant slope overflowed or is NaN."""
 
     fields = ("side", "value")
-    template = "{side} one-sided slope is not finite: {value!d}"
+    template = "{side} one-sided slope is not finite: {value:?}"
 
 
 class NonFiniteNumericalGradient(GradCheckError):
     """The weighted three-point estimate is not finite."""
 
     fields = ("value",)
-    template = "central difference produced non-finite gradient {value!d}"
+    template = "central difference produced non-finite gradient {value:?}"
 
 
 class InvalidTolerance(GradCheckError):
     """The tolerance is negative or not finite."""
 
     fields = ("tolerance",)
-    template = "gradient-check tolerance {tolerance!d} must be finite and nonnegative"
+    template = "gradient-check tolerance {tolerance:?} must be finite and nonnegative"
 
 
 class NonFiniteAnalyticGradient(GradCheckError):
     """The analytic candidate is NaN or infinite."""
 
     fields = ("value",)
-    template = "analytic gradient {value!d} must be finite"
+    template = "analytic gradient {value:?} must be finite"
 
 
 class GradientShapeMismatch(GradCheckError):
     """The parameter and analytic-gradient arrays have different shapes."""
 
     fields = ("parameters", "analytic")
-    template = "parameter shape {parameters!l} does not match analytic-gradient shape {analytic!l}"
+    template = "parameter shape {parameters:list} does not match analytic-gradient shape {analytic:list}"
 
 
 class InvalidShape(GradCheckError):
     """A shape has a negative or non-integer extent."""
 
     fields = ("shape",)
-    template = "tensor shape {shape!l} must contain only nonnegative whole numbers"
+    template = "tensor shape {shape:list} must contain only nonnegative whole numbers"
 
 
 class ShapeOverflow(GradCheckError):
@@ -156,7 +156,7 @@ class SelfOverlappingArray(GradCheckError):
 
     fields = ("role", "strides")
     template = (
-        "{role} array has elements that share memory (strides {strides!l}, an as_strided "
+        "{role} array has elements that share memory (strides {strides:list}, an as_strided "
         "or broadcast view): perturbing one would perturb others; pass a copy (np.array(...))"
     )
 
@@ -179,14 +179,14 @@ class AtCoordinate(GradCheckError):
     """An error at one selected tensor coordinate; the cause is the underlying error."""
 
     fields = ("coordinate", "source")
-    template = "gradient check at coordinate {coordinate!l} failed: {source}"
+    template = "gradient check at coordinate {coordinate:list} failed: {source}"
 
 
 class InvalidStepSequence(GradCheckError):
     """A step sequence is too short or not strictly decreasing."""
 
     fields = ("steps",)
-    template = "requested steps {steps!l} must be at least two positive finite steps in strictly decreasing order"
+    template = "requested steps {steps:list} must be at least two positive finite steps in strictly decreasing order"
 
 
 class TooFewAcceptedSteps(GradCheckError):
@@ -203,7 +203,7 @@ class UnrepresentablePoint(GradCheckError):
     """The point cannot be stored in the dtype whose arithmetic is probed."""
 
     fields = ("point", "dtype", "nearest")
-    template = "gradient-check point {point!d} is not representable in {dtype} (nearest {nearest!d})"
+    template = "gradient-check point {point:?} is not representable in {dtype} (nearest {nearest:?})"
 
 
 class UnknownParameter(GradCheckError):
@@ -230,7 +230,7 @@ class ZeroDirection(GradCheckError):
     """The Taylor-test direction is zero (or not finite) over the selected parameters."""
 
     fields = ("norm",)
-    template = "Taylor-test direction norm {norm!d} must be positive and finite"
+    template = "Taylor-test direction norm {norm:?} must be positive and finite"
 
 
 class PlottingUnavailable(GradCheckError):
@@ -277,7 +277,7 @@ class UnknownSampler(GradCheckError):
     """The coordinate sampler is not one gradcheck has."""
 
     fields = ("sampler", "available")
-    template = "sampler {sampler} is not one of {available!j}"
+    template = "sampler {sampler} is not one of {available:join}"
 
 
 class InvalidArgument(GradCheckError):
@@ -301,21 +301,21 @@ class MaskedValues(GradCheckError):
     """A masked array has masked elements: the check needs every value."""
 
     fields = ("role", "coordinate")
-    template = "{role} has a masked element at {coordinate!l}; the check needs every value"
+    template = "{role} has a masked element at {coordinate:list}; the check needs every value"
 
 
 class InvalidCoordinate(GradCheckError):
     """An explicit coordinate is not a row-major index into the parameter's shape."""
 
     fields = ("coordinate", "shape")
-    template = "coordinate {coordinate} is not an index into shape {shape!l}"
+    template = "coordinate {coordinate} is not an index into shape {shape:list}"
 
 
 class DuplicateCoordinate(GradCheckError):
     """An explicit coordinate is listed twice."""
 
     fields = ("coordinate",)
-    template = "coordinate {coordinate!l} is listed twice"
+    template = "coordinate {coordinate:list} is listed twice"
 
 
 class SharedMemory(GradCheckError):

@@ -136,8 +136,8 @@ class WorkerProbeDiffers(GradCheckError):
 
     fields = ("parameter", "coordinate", "side", "worker", "here")
     template = (
-        "parameter {parameter!r} at coordinate {coordinate!l}: f at {probe} "
-        "is {worker!d} in a worker process and {here!d} in this one, so the "
+        "parameter {parameter!r} at coordinate {coordinate:list}: f at {probe} "
+        "is {worker:?} in a worker process and {here:?} in this one, so the "
         "workers' objective differs from this process's (a module edited since, a file or an environment "
         "variable read differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)"
     )
