@@ -177,7 +177,7 @@ def run(output_format: str, compute) -> None:
         report = compute()
         text, rest = output.gathered(render.render_chunks(report.sections, output_format), output.STREAM_THRESHOLD)
     except GradCheckError as error:
-        output.write_error(error, output_format)
+        output.write_error(error, output_format, message=in_flags(error))
         ctx.exit(exit_status(error))
     except KeyboardInterrupt as interrupt:
         # Caught here rather than by click, which would print an empty line first.
@@ -187,6 +187,18 @@ def run(output_format: str, compute) -> None:
         output.emit(text)
         ctx.exit(exit_status(report))
     ctx.exit(_stream(text, rest, exit_status(report)))
+
+
+#: How the library's messages name a parameter, and the same words with the flag that sets it.
+FLAG_NAMES = {"with jobs=1": "with jobs=1 (--jobs 1)"}
+
+
+def in_flags(error: GradCheckError) -> str:
+    """The library's message of ``error`` with the flags of the command line beside the parameters it names."""
+    message = str(error)
+    for words, with_flag in FLAG_NAMES.items():
+        message = message.replace(words, with_flag)
+    return message
 
 
 def _stream(text: str, rest, status: int) -> int:

@@ -376,15 +376,17 @@ def spell_unencodable_in_ascii(stream) -> None:
         pass
 
 
-def error_line(error) -> str:
+def error_line(error, message: str = None) -> str:
     """The one-line message for a rejected request (click's ``Error:`` prefix)."""
-    return "Error: " + " ".join(str(error).splitlines())
+    return "Error: " + " ".join((str(error) if message is None else message).splitlines())
 
 
-def write_error(error, output_format: str, stdout=None, stderr=None) -> None:
-    """Report a rejected request: one line on stderr, and ``{"error": to_dict()}`` for JSON."""
-    document = json_text({"error": error}) if output_format == "json" else None
-    write_line(error_line(error), stderr)
+def write_error(error, output_format: str, stdout=None, stderr=None, message: str = None) -> None:
+    """Report a rejected request: one line on stderr, and ``{"error": to_dict()}`` for JSON; ``message``
+    in both instead of the library's, where the command line words it in its flags."""
+    record = error.to_dict() if message is None else {**error.to_dict(), "message": message}
+    document = json_text({"error": record}) if output_format == "json" else None
+    write_line(error_line(error, message), stderr)
     if document is not None:
         emit(document, stdout)
 

@@ -132,10 +132,11 @@ class Recorder:
             yield chunk
         self.documents.append(("".join(pieces), command))
 
-    def _write_error(self, error, output_format, stdout=None, stderr=None):
+    def _write_error(self, error, output_format, stdout=None, stderr=None, message=None):
         if output_format == "json":
-            self.documents.append((output.json_text({"error": error}), _command_name()))
-        return self.write_error(error, output_format, stdout, stderr)
+            record = error.to_dict() if message is None else {**error.to_dict(), "message": message}
+            self.documents.append((output.json_text({"error": record}), _command_name()))
+        return self.write_error(error, output_format, stdout, stderr, message)
 
 
 # ------------------------------------------------- docs/json.md, generated from the schemas

@@ -255,7 +255,7 @@ EXAMPLES = [
     (
         errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV"),
         "a worker process of the check with jobs=4 was killed by signal SIGSEGV; every array is restored: "
-        "check with jobs=1 (--jobs 1) to see the failure in this process",
+        "check with jobs=1 to see the failure in this process",
     ),
     (
         errors.ProblemNotAFile(path="models", file_type="a directory"),
@@ -265,7 +265,7 @@ EXAMPLES = [
         errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
         "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
         "objective differs from this process's (a module edited since, a file or an environment variable read "
-        "differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)",
+        "differently, a value that depends on the calls made before); check with jobs=1",
     ),
     (
         errors.ObjectiveInMain(jobs=2, name="objective"),
@@ -351,3 +351,15 @@ def test_an_error_class_is_a_record_of_fields_and_a_template():
 def test_wrong_fields_are_a_programming_error():
     with pytest.raises(TypeError):
         errors.InvalidStep(stride=1.0)
+
+
+def test_library_messages_name_parameters_and_the_command_line_adds_its_flags():
+    from gradcheck_cli.cli import in_flags
+
+    library = [
+        (error, message) for error, message in EXAMPLES if type(error).__module__.startswith("gradcheck_cli.errors")
+    ]
+    assert library and not [message for _, message in library if " --" in message or "(--" in message]
+    died = errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV")
+    assert str(died).endswith("check with jobs=1 to see the failure in this process")
+    assert in_flags(died).endswith("check with jobs=1 (--jobs 1) to see the failure in this process")

@@ -127,7 +127,7 @@ class WorkerDied(GradCheckError):
     fields = ("jobs", "problem")
     template = (
         "a worker process of the check with jobs={jobs} {problem}; every array is restored: "
-        "check with jobs=1 (--jobs 1) to see the failure in this process"
+        "check with jobs=1 to see the failure in this process"
     )
 
 
@@ -139,7 +139,7 @@ class WorkerProbeDiffers(GradCheckError):
         "parameter {parameter!r} at coordinate {coordinate:list}: f at {probe} "
         "is {worker:?} in a worker process and {here:?} in this one, so the "
         "workers' objective differs from this process's (a module edited since, a file or an environment "
-        "variable read differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)"
+        "variable read differently, a value that depends on the calls made before); check with jobs=1"
     )
 
     @property
