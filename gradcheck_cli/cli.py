@@ -22,7 +22,6 @@ from typing import NamedTuple
 import click
 
 from . import __version__, output, render
-from .blame import exception_line
 from .cli_errors import CommandLineError
 from .errors import (
     GradCheckError,
@@ -348,6 +347,8 @@ class GradcheckGroup(click.Group):
 
 
 def _report_defect(error: BaseException) -> int:
+    from .blame import exception_line  # a defect is rare: scalar commands do not load blame
+
     output.write_line(f"Error: internal error in gradcheck: {exception_line(error)}")
     return exit_status(error)
 

@@ -723,7 +723,6 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
 #: All that `gradcheck quadratic` may load beyond click (start-up is benchmarked against `import click`).
 QUADRATIC_MODULES = {
     "gradcheck_cli",
-    "gradcheck_cli.blame",
     "gradcheck_cli.chapter",
     "gradcheck_cli.chapter_lines",
     "gradcheck_cli.cli",
