@@ -37,7 +37,7 @@ import numpy as np
 from _common import header, interleaved, malloc_line, median, seconds, spread, verdict, with_steady_malloc
 from gradcheck_cli import problem as problem_module
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.errors import SharedParameterMemory
+from gradcheck_cli.errors import SharedMemory
 
 SIZES = (128, 1024)
 SHAPE = (4, 4)
@@ -55,7 +55,7 @@ def pairwise_reject_shared_memory(parameters, names) -> None:
         for other, array in arrays:
             if other != name and problem_module._overlap(parameters[name], array):
                 first, second = sorted((name, other), key=order.index)
-                raise SharedParameterMemory(first=first, second=second)
+                raise SharedMemory(role="parameters", first=first, second=second)
 
 
 IMPLEMENTATIONS = {
@@ -86,7 +86,7 @@ def outcome(function, parameters, names):
     """The pair ``function`` reports, or None."""
     try:
         function(parameters, names)
-    except SharedParameterMemory as error:
+    except SharedMemory as error:
         return error.first, error.second
     return None
 

@@ -1,4 +1,4 @@
-"""Start-up: `gradcheck quadratic` against `python -c "import click"`.
+"""Start-up: `gradcheck quadratic` and `gradcheck --help` against `python -c "import click"`.
 
 Each command runs as a fresh process, the commands interleaved round after
 round (the order rotating), and the ratio of medians is reported. Three
@@ -202,6 +202,7 @@ def commands_for(python, script, cli_exists):
         commands["python -m gradcheck_cli quadratic"] = [python, "-m", "gradcheck_cli", "quadratic"]
         if script is not None:
             commands["gradcheck quadratic"] = [script, "quadratic"]
+            commands["gradcheck --help"] = [script, "--help"]
     return commands
 
 
@@ -253,14 +254,14 @@ def main():
                 ratio = median(values) / click_median
                 cpu_ratio = median(cpu[mode, label]) / click_cpu
                 goal = ""
-                if "quadratic" in label:
+                if "quadratic" in label or "--help" in label:
                     # Each round runs both commands, so the median of per-round ratios cancels slow drifts.
                     clicks = timings[mode, "python -c 'import click'"]["wall"]
                     paired = median([one / two for one, two in zip(values, clicks)])
                     goal = f", paired {paired:.3f}  {verdict(ratio, GOAL)}"
                 print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f} (CPU {cpu_ratio:.3f}){goal}")
         if "baseline" in modes:
-            for label in ("gradcheck quadratic", "python -m gradcheck_cli quadratic"):
+            for label in ("gradcheck quadratic", "gradcheck --help", "python -m gradcheck_cli quadratic"):
                 if ("cached", label) in timings:
                     wall = median(timings["cached", label]["wall"]) / median(timings["baseline", label]["wall"])
                     own = median(cpu["cached", label]) / median(cpu["baseline", label])

@@ -25,16 +25,15 @@ from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_r
 from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
-    ArrayMadeReadOnly,
     AtParameter,
     DuplicateCoordinate,
     EmptyTensor,
     GradCheckError,
+    InvalidArgument,
     InvalidCoordinate,
     InvalidParameterName,
-    NotAMapping,
-    NotCallable,
     ParameterChanged,
+    ReadOnlyArray,
     UnexpectedGradient,
     UnknownParameter,
     UnknownSampler,
@@ -106,7 +105,6 @@ from .tensors import (
 )
 
 __all__ = [
-    "DEFAULT_SAMPLES",
     "ALL_COORDINATES",
     "AUTO_STEP",
     "JITTER_LIMIT",
@@ -121,8 +119,6 @@ __all__ = [
     "selected_coordinates",
 ]
 
-#: Coordinates per parameter unless told otherwise.
-DEFAULT_SAMPLES = CHECK_SAMPLES
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"
 #: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
@@ -427,7 +423,7 @@ class _Objective:
         checked = self.checked.items() if name is None else [(name, self.checked[name])]
         for name, array in checked:
             if not array.flags.writeable:
-                raise ArrayMadeReadOnly(role="parameters")
+                raise ReadOnlyArray(role="parameters", during_check=True)
             if self.parameters.get(name) is not self.entries[name]:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
             if not same_array_bits(array, self.snapshots[name]):
@@ -440,7 +436,7 @@ def check_gradients(
     parameters: Mapping,
     gradients: Mapping,
     *,
-    samples: Samples = DEFAULT_SAMPLES,
+    samples: Samples = CHECK_SAMPLES,
     step: None | float | str | Mapping = None,
     tolerance: float | None = None,
     kink_tolerance: None | float | Mapping = None,
@@ -508,7 +504,7 @@ def check_gradients(
         objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
     )
     if progress is not None and not callable(progress):
-        raise NotCallable(role="progress", type_name=type(progress).__name__)
+        raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
     workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
     try:
@@ -999,7 +995,7 @@ def _plan(
     objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
 ) -> list:
     if not callable(objective):
-        raise NotCallable(role="objective", type_name=type(objective).__name__)
+        raise InvalidArgument(argument="objective", value=type(objective).__name__, expected="callable")
     _validate_mapping("parameters", "arrays", parameters)
     _validate_mapping("gradients", "arrays", gradients)
     for name in gradients:
@@ -1044,7 +1040,9 @@ def _plan(
 
 def _validate_mapping(role: str, values: str, mapping) -> None:
     if not isinstance(mapping, Mapping):
-        raise NotAMapping(role=role, values=values, type_name=type(mapping).__name__)
+        raise InvalidArgument(
+            argument=role, value=type(mapping).__name__, expected=f"a mapping from parameter names to {values}"
+        )
     for key in mapping:
         if not isinstance(key, str):
             raise InvalidParameterName(name=repr(key), type_name=type(key).__name__)
@@ -1092,7 +1090,7 @@ def selected_coordinates(
     parameters: Mapping,
     gradients: Mapping,
     *,
-    samples: Samples = DEFAULT_SAMPLES,
+    samples: Samples = CHECK_SAMPLES,
     sampler: str = "structured",
     names=None,
 ) -> tuple:

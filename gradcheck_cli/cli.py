@@ -10,42 +10,22 @@ module is imported (and its options built), this module imports neither
 numpy nor rich, the commands that need numpy import it inside their bodies,
 and only :mod:`tables` imports rich, when a table or progress bar is drawn.
 
-A new subcommand is a module of a handful of lines, ``commands/cube.py``::
-
-    import click
-
-    from .. import render
-    from ..cli import Report, output_options, run
-    from ..estimator import scalar_gradient_check
-
-    @click.command()
-    @click.option("--point", type=float, default=2.0, help="The point θ.")
-    @click.option("--analytic", type=float, default=12.0, help="Your candidate for c'(θ).")
-    @output_options
-    def cube(output_format, point, analytic):
-        '''c(θ) = θ³.'''
-        def compute():
-            check = scalar_gradient_check(point, analytic, 1e-5, 1e-6, lambda x: x**3)
-            return Report((render.scalar_check("cube", check),), user_verdicts=(check.comparison.passed,))
-        run(output_format, compute)
-
-and one line in :data:`SUBCOMMANDS`: ``"cube": "cube:cube"``.
+How to add a subcommand, with an example, is in docs/development.md.
 """
 
-import _signal
-import contextlib
 import functools
 import importlib
-import io
 import itertools
 import sys
 from typing import NamedTuple
 
 import click
 
-from . import __version__, render
+from . import __version__, output, render
 from .cli_errors import CommandLineError
-from .errors import GradCheckError, exception_line
+from .errors import (
+    GradCheckError,
+)
 from .formatting import rust_debug
 
 __all__ = [
@@ -57,8 +37,6 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_OUTPUT_FAILED",
     "OutputFailed",
-    "Interrupted",
-    "ENDING_SIGNALS",
     "CommandLineError",
     "Report",
     "exit_status",
@@ -76,20 +54,6 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 #: sysexits.h's EX_IOERR: stdout cannot be written (a full disk, ``>&-``); neither a verdict nor a defect.
 EXIT_OUTPUT_FAILED = 74
-
-
-#: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
-#: status 128 + N. (_signal, loaded already: the public module's enums cost every command start-up.)
-ENDING_SIGNALS = {getattr(_signal, name): name for name in render.ENDING_SIGNAL_NAMES if hasattr(_signal, name)}
-
-
-class Interrupted(KeyboardInterrupt):
-    """One of :data:`ENDING_SIGNALS` arrived: the run ends as Ctrl-C ends it, every array restored."""
-
-    def __init__(self, signal_number: int):
-        super().__init__(signal_number)
-        self.signal_number = signal_number
-        self.signal_name = ENDING_SIGNALS[signal_number]
 
 
 class OutputFailed(Exception):
@@ -133,7 +97,7 @@ def exit_status(outcome) -> int:
         return EXIT_OUTPUT_FAILED
     if isinstance(outcome, (GradCheckError, click.ClickException)):
         return EXIT_BAD_INPUT
-    if isinstance(outcome, Interrupted):
+    if isinstance(outcome, output.Interrupted):
         return 128 + outcome.signal_number
     if isinstance(outcome, (KeyboardInterrupt, click.Abort)):
         return EXIT_INTERRUPTED
@@ -210,49 +174,42 @@ def run(output_format: str, compute) -> None:
     ctx = click.get_current_context()
     try:
         report = compute()
-        text, rest = render.gathered(render.render_chunks(report.sections, output_format), render.STREAM_THRESHOLD)
+        text, rest = output.gathered(render.render_chunks(report.sections, output_format), output.STREAM_THRESHOLD)
     except GradCheckError as error:
-        render.write_error(error, output_format)
+        output.write_error(error, output_format, message=in_flags(error))
         ctx.exit(exit_status(error))
     except KeyboardInterrupt as interrupt:
         # Caught here rather than by click, which would print an empty line first.
-        render.write_interrupted(interrupt)
+        output.write_interrupted(interrupt)
         ctx.exit(exit_status(interrupt))
     if rest is None:
-        render.emit(text)
+        output.emit(text)
         ctx.exit(exit_status(report))
     ctx.exit(_stream(text, rest, exit_status(report)))
+
+
+#: How the library's messages name a parameter, and the same words with the flag that sets it.
+FLAG_NAMES = {"with jobs=1": "with jobs=1 (--jobs 1)"}
+
+
+def in_flags(error: GradCheckError) -> str:
+    """The library's message of ``error`` with the flags of the command line beside the parameters it names."""
+    message = str(error)
+    for words, with_flag in FLAG_NAMES.items():
+        message = message.replace(words, with_flag)
+    return message
 
 
 def _stream(text: str, rest, status: int) -> int:
     """Write an output too long to hold whole as it is rendered: ``text`` then each piece of ``rest``,
     straight to the real stdout; the exit status, or that of a stdout that failed (see deliver)."""
     held = sys.stdout
-    stream = held.stream if isinstance(held, HeldStdout) else held
-    if isinstance(held, HeldStdout):
+    stream = held.stream if isinstance(held, output.HeldStdout) else held
+    if isinstance(held, output.HeldStdout):
         text = held.getvalue() + text
         held.seek(0)
         held.truncate()
     return deliver(itertools.chain([text], rest), stream, status)
-
-
-class HeldStdout(io.StringIO):
-    """``sys.stdout`` while a command runs: everything it gets is held, then written once, whole.
-
-    It answers ``isatty()`` and ``encoding`` for the real stdout, so tables
-    still get a terminal's width and colour.
-    """
-
-    def __init__(self, stream):
-        super().__init__()
-        self.stream = stream
-
-    @property
-    def encoding(self):
-        return getattr(self.stream, "encoding", None) or "utf-8"
-
-    def isatty(self):
-        return getattr(self.stream, "isatty", lambda: False)()
 
 
 def deliver(text, stream, status: int) -> int:
@@ -265,22 +222,22 @@ def deliver(text, stream, status: int) -> int:
     try:
         for piece in [text] if isinstance(text, str) else text:
             if piece:
-                render.emit(piece, stream)
+                output.emit(piece, stream)
         return status
     except BrokenPipeError as closed:
-        render.silence(stream)
+        output.silence(stream)
         return exit_status(closed)
     except KeyboardInterrupt as interrupt:
-        render.write_interrupted(interrupt)
+        output.write_interrupted(interrupt)
         return exit_status(interrupt)
     except OSError as error:
-        render.silence(stream)
+        output.silence(stream)
         return _report_output_failure(error)
 
 
 def _report_output_failure(error: OSError) -> int:
     reason = error.strerror or str(error) or type(error).__name__
-    render.write_line(f"Error: cannot write the results to stdout: {reason}")
+    output.write_line(f"Error: cannot write the results to stdout: {reason}")
     failed = OutputFailed(reason)
     failed.__cause__ = error
     return exit_status(failed)
@@ -319,7 +276,7 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
     settled = None if ctx is None else ctx.meta.get(_OUTPUT_FORMAT)
     # click stops at an unknown option (or one without its value) before any option callback
     # runs, so the format is not settled yet: read it from the words.
-    render.write_error(problem, settled or _format_in_words(words))
+    output.write_error(problem, settled or _format_in_words(words))
     return exit_status(error)
 
 
@@ -354,7 +311,7 @@ class GradcheckGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         words = list(sys.argv[1:] if args is None else args)
-        with _ending_signals(after=_ignored if standalone_mode else None):
+        with output.ending_signals(after=output.ignored if standalone_mode else None):
             status = self._main(words, prog_name, complete_var, **extra)
         if standalone_mode:
             sys.exit(status)
@@ -362,16 +319,16 @@ class GradcheckGroup(click.Group):
 
     def _main(self, words, prog_name, complete_var, **extra) -> int:
         for stream in (sys.stdout, sys.stderr):
-            render.spell_unencodable_in_ascii(stream)
+            output.spell_unencodable_in_ascii(stream)
         stdout = sys.stdout
         if stdout is None:  # `gradcheck ... >&-`: nowhere to put the results, so do no work
-            return _report_output_failure(render.StdoutUnavailable(0, "stdout is closed"))
-        sys.stdout = held = HeldStdout(stdout)
+            return _report_output_failure(output.StdoutUnavailable(0, "stdout is closed"))
+        sys.stdout = held = output.HeldStdout(stdout)
         try:
             status = self._invoke(words, prog_name, complete_var, **extra)
         finally:
             sys.stdout = stdout
-        if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in ENDING_SIGNALS}:
+        if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in output.ENDING_SIGNALS}:
             return status  # a defect or a signal: whatever was held is not a result
         return deliver(held.getvalue(), stdout, status)
 
@@ -381,7 +338,7 @@ class GradcheckGroup(click.Group):
         except click.ClickException as error:
             return _report_click_error(error, words)
         except (click.Abort, KeyboardInterrupt) as interrupt:
-            render.write_interrupted(interrupt)
+            output.write_interrupted(interrupt)
             return exit_status(interrupt)
         except SystemExit:
             raise
@@ -389,41 +346,10 @@ class GradcheckGroup(click.Group):
             return _report_defect(error)
 
 
-def _ignored(signal_number, frame) -> None:
-    """A signal after the run's first one, or once its status is decided: the run is ending anyway."""
-
-
-@contextlib.contextmanager
-def _ending_signals(after=None):
-    """Each of :data:`ENDING_SIGNALS` raises :class:`Interrupted` in the main thread, the first time.
-
-    Whatever was running unwinds as from Ctrl-C (every probe restored, the workers stopped); a
-    second signal meanwhile is ignored, so the clean-up is not cut short. A signal that was
-    ignored when gradcheck started (``nohup``, a background job's SIGINT) stays ignored. On
-    leaving, the signals get ``after``, or the handlers they had.
-    """
-
-    def interrupt(signal_number, frame):
-        for number in handled:
-            _signal.signal(number, _ignored)
-        raise Interrupted(signal_number)
-
-    handled = {number: _signal.getsignal(number) for number in ENDING_SIGNALS}
-    handled = {number: previous for number, previous in handled.items() if previous != _signal.SIG_IGN}
-    try:
-        for number in handled:
-            _signal.signal(number, interrupt)
-    except ValueError:  # not the main thread, where only the interpreter's own handlers run
-        handled = {}
-    try:
-        yield
-    finally:
-        for number, previous in handled.items():
-            _signal.signal(number, previous if after is None else after)
-
-
 def _report_defect(error: BaseException) -> int:
-    render.write_line(f"Error: internal error in gradcheck: {exception_line(error)}")
+    from .blame import exception_line  # a defect is rare: scalar commands do not load blame
+
+    output.write_line(f"Error: internal error in gradcheck: {exception_line(error)}")
     return exit_status(error)
 
 

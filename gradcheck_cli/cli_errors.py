@@ -18,8 +18,7 @@ class CommandLineError(GradCheckError):
 
     fields = ("option", "problem")
 
-    def describe(self):
-        return self.problem
+    template = "{problem}"
 
 
 class InputFileError(GradCheckError):
@@ -27,8 +26,7 @@ class InputFileError(GradCheckError):
 
     fields = ("option", "path", "problem")
 
-    def describe(self):
-        return f"{self.option} file '{self.path}' {self.problem}"
+    template = "{option} file '{path}' {problem}"
 
 
 class ObjectiveRaised(GradCheckError):
@@ -36,8 +34,7 @@ class ObjectiveRaised(GradCheckError):
 
     fields = ("reference", "error")
 
-    def describe(self):
-        return f"the objective of {self.reference} raised {self.error}"
+    template = "the objective of {reference} raised {error}"
 
 
 class ObjectiveReturned(GradCheckError):
@@ -45,8 +42,7 @@ class ObjectiveReturned(GradCheckError):
 
     fields = ("reference", "source")
 
-    def describe(self):
-        return f"the objective of {self.reference}: {self.source}"
+    template = "the objective of {reference}: {source}"
 
 
 class UserCodeRaised(GradCheckError):
@@ -54,8 +50,7 @@ class UserCodeRaised(GradCheckError):
 
     fields = ("reference", "error")
 
-    def describe(self):
-        return f"the code of {self.reference} raised {self.error}"
+    template = "the code of {reference} raised {error}"
 
 
 class OutOfMemory(GradCheckError):
@@ -63,18 +58,15 @@ class OutOfMemory(GradCheckError):
 
     fields = ("reference", "parameter", "elements", "dtype", "size")
 
-    def describe(self):
-        return (
-            f"not enough memory for gradcheck's working arrays of {self.reference}: its largest parameter "
-            f"{self.parameter!r} holds {self.elements} {self.dtype} elements ({self.size}), and a check needs a "
-            "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
-        )
+    template = (
+        "not enough memory for gradcheck's working arrays of {reference}: its largest parameter "
+        "{parameter!r} holds {elements} {dtype} elements ({size}), and a check needs a "
+        "few copies of it; check fewer coordinates (--samples), or on a machine with more memory"
+    )
 
 
 class ExecutorUnavailable(GradCheckError):
     """``--executor``'s engine cannot be used: dask.distributed is not installed, or no scheduler answered."""
 
     fields = ("address", "problem")
-
-    def describe(self):
-        return f"--executor {self.address} cannot be used: {self.problem}"
+    template = "--executor {address} cannot be used: {problem}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ArrayMadeReadOnly, NonFiniteEvaluation
+from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimator import evaluated_value
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
 from .records import Record
@@ -131,7 +131,7 @@ def _evaluated_at(array: np.ndarray, probe: np.ndarray, saved: np.ndarray, side:
         write_back(array, Ellipsis, saved)
         raise
     if not write_back(array, Ellipsis, saved):
-        raise ArrayMadeReadOnly(role="parameters")
+        raise ReadOnlyArray(role="parameters", during_check=True)
     return evaluated_value(side, value)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .cotangents import DEFAULT_SEED, tangent
 from .dtypes import probe_dtype
-from .errors import AtParameter, GradCheckError, InvalidArgument, NotCallable, ReadOnlyArray
+from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from .formatting import short_repr
 from .judge import (
     CONFIRMATION_FACTORS,
@@ -145,7 +145,7 @@ def check_hessian_vector_product(
     """
     for role, function in (("gradient", gradient), ("hvp", hvp)):
         if not callable(function):
-            raise NotCallable(role=role, type_name=type(function).__name__)
+            raise InvalidArgument(argument=role, value=type(function).__name__, expected="callable")
     names = selected_names(parameters, parameters)
     dtypes = {name: _probed_dtype(name, parameters[name]) for name in names}
     reject_shared_memory(parameters, names)
@@ -202,7 +202,7 @@ def hessian_problem(
     """
     for role, function in (("gradient", gradient), ("hvp", hvp)):
         if not callable(function):
-            raise NotCallable(role=role, type_name=type(function).__name__)
+            raise InvalidArgument(argument=role, value=type(function).__name__, expected="callable")
     names = selected_names(parameters, parameters)
     origins = {name: np.asarray(parameters[name]) for name in names}
     if direction is None:
@@ -222,7 +222,7 @@ def _probed_dtype(name: str, array):
         if not isinstance(array, np.ndarray):
             raise InvalidArgument(argument="parameters", value=short_repr(array), expected="a numpy array")
         if not array.flags.writeable:
-            raise ReadOnlyArray(role="parameters")
+            raise ReadOnlyArray(role="parameters", during_check=False)
         return probe_dtype(array.dtype)
     except GradCheckError as error:
         raise AtParameter(parameter=name, source=error) from error
@@ -296,7 +296,7 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
     finally:
         for name, origin in origins.items():
             if not write_back(parameters[name], Ellipsis, origin):
-                raise ReadOnlyArray(role="parameters")
+                raise ReadOnlyArray(role="parameters", during_check=False)
 
 
 def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> StepEstimate:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .check import GradientCheckReport, check_problem
 from .cotangents import DEFAULT_SEED, cotangent, tangent, tangent_problem
-from .errors import InvalidJaxCall, JaxUnavailable, NotCallable, UnsupportedJaxInput, X64Disabled
+from .errors import InvalidArgument, InvalidCall, JaxUnavailable, UnsupportedJaxInput, X64Disabled
 from .problem import GradientProblem, as_problem
 
 try:
@@ -71,7 +71,7 @@ class _Call:
 
     def __init__(self, fn, args: tuple, argnums):
         if not callable(fn):
-            raise NotCallable(role="fn", type_name=type(fn).__name__)
+            raise InvalidArgument(argument="fn", value=type(fn).__name__, expected="callable")
         self.fn, self.args = fn, tuple(args)
         self.argnums = _argnums(argnums, len(self.args))
         argument_names = _argument_names(fn, len(self.args))
@@ -88,7 +88,7 @@ class _Call:
                     self.origins[name] = origin
                     self.places.append((number, position))
         if not self.names:
-            raise InvalidJaxCall(call="fn(*args)", problem="has no floating-point input leaf to check")
+            raise InvalidCall(call="fn(*args)", problem="has no floating-point input leaf to check")
 
     def primals(self) -> list:
         """The checked leaves at their origins, as JAX arrays."""
@@ -142,10 +142,10 @@ def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: i
     GradCheckError
         Before ``fn`` is first called, for an input that cannot be checked
         (UnsupportedJaxInput, X64Disabled); for outputs that cannot be
-        checked, InvalidJaxCall. Exceptions raised by ``fn`` propagate unchanged.
+        checked, InvalidCall. Exceptions raised by ``fn`` propagate unchanged.
     """
     if order not in (1, 2):
-        raise InvalidJaxCall(call="check_function", problem=f"order must be 1 or 2, got {order!r}")
+        raise InvalidCall(call="check_function", problem=f"order must be 1 or 2, got {order!r}")
     call = _Call(fn, args, argnums)
     outputs, pullback = jax.vjp(call, *call.primals())
     first = _Cotangents(outputs, seed, "fn(*args)")
@@ -266,32 +266,32 @@ class _Cotangents:
         for index, leaf in enumerate(leaves):
             if not isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
                 problem = f"must return a pytree of arrays, got {type(leaf).__name__} as output leaf {index}"
-                raise InvalidJaxCall(call=call_text, problem=problem)
+                raise InvalidCall(call=call_text, problem=problem)
             dtype = np.dtype(leaf.dtype)
             self.shapes.append(tuple(leaf.shape))
             if jnp.issubdtype(dtype, jnp.complexfloating):
                 problem = f"returned complex output leaf {index} ({dtype}): return its real and imaginary parts"
-                raise InvalidJaxCall(call=call_text, problem=problem)
+                raise InvalidCall(call=call_text, problem=problem)
             if jnp.issubdtype(dtype, jnp.floating):
                 self.u[index] = cotangent(leaf.shape, index, seed)
                 cotangents.append(jnp.array(self.u[index].astype(dtype)))
             else:
                 cotangents.append(np.zeros(leaf.shape, dtype=jax.dtypes.float0))
         if not self.u:
-            raise InvalidJaxCall(call=call_text, problem="returned no floating-point output")
+            raise InvalidCall(call=call_text, problem="returned no floating-point output")
         self.tree = jax.tree_util.tree_unflatten(self.structure, cotangents)
 
     def inner(self, outputs) -> float:
         """⟨u, outputs⟩ in float64, after checking that the outputs kept their structure and shapes."""
         leaves, structure = jax.tree_util.tree_flatten(outputs)
         if structure != self.structure:
-            raise InvalidJaxCall(call=self.call_text, problem=f"returned {self.structure}, then {structure}")
+            raise InvalidCall(call=self.call_text, problem=f"returned {self.structure}, then {structure}")
         total = 0.0
         for index, u in self.u.items():
             values = _host_float64(leaves[index])
             if values.shape != self.shapes[index]:
                 problem = f"output leaf {index} had shape {list(self.shapes[index])}, then {list(values.shape)}"
-                raise InvalidJaxCall(call=self.call_text, problem=problem)
+                raise InvalidCall(call=self.call_text, problem=problem)
             total += float(np.sum(values * u))
         return total
 
@@ -309,7 +309,7 @@ def _argnums(argnums, count: int) -> tuple:
     for number in numbers:
         if not isinstance(number, int) or isinstance(number, bool) or not -count <= number < count:
             problem = f"argnums {argnums!r} must name arguments of the {count} given"
-            raise InvalidJaxCall(call="fn(*args)", problem=problem)
+            raise InvalidCall(call="fn(*args)", problem=problem)
     return tuple(dict.fromkeys(number % count for number in numbers))
 
 

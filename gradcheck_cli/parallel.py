@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .blame import RAISED_IN_WORKER, exception_line, user_location, user_traceback
 from .errors import (
-    RAISED_IN_WORKER,
     AtParameter,
     GradCheckError,
     InvalidArgument,
@@ -49,9 +49,6 @@ from .errors import (
     WorkerDied,
     WorkerProbeDiffers,
     WorkerProblemDiffers,
-    exception_line,
-    user_location,
-    user_traceback,
 )
 from .estimator import evaluated_value
 from .formatting import rust_debug, short_repr
@@ -618,7 +615,7 @@ def _probe_chunk(setup, name: str, columns: ProbeColumns) -> tuple:
 
 
 def _watched(objective):
-    """``objective``, marking what it raises with where the user's code raised it (errors.raised_in_worker)."""
+    """``objective``, marking what it raises with where the user's code raised it (blame.raised_in_worker)."""
 
     def call(parameters):
         try:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .blame import exception_line, user_location
 from .errors import (
     AtCoordinate,
     AtParameter,
@@ -37,17 +38,14 @@ from .errors import (
     NonFiniteAnalyticGradient,
     NonFinitePoint,
     NotAProblem,
-    NotCallable,
     ProblemFileNotFound,
     ProblemFunctionNotFound,
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
     ProblemNotAFile,
-    SharedParameterMemory,
+    SharedMemory,
     UnknownParameter,
-    exception_line,
-    user_location,
 )
 from .formatting import short_repr
 from .tensors import byte_bounds as _byte_bounds
@@ -179,7 +177,7 @@ def _wanted_names(names) -> list:
 
 
 def reject_shared_memory(parameters: Mapping, names) -> None:
-    """SharedParameterMemory if a named parameter shares memory with any other parameter array.
+    """SharedMemory if a named parameter shares memory with any other parameter array.
 
     Perturbing one coordinate of ``names[i]`` must perturb nothing else the
     objective reads, so each named array is compared with every array in
@@ -214,7 +212,7 @@ def reject_shared_memory(parameters: Mapping, names) -> None:
         for other, array in others:
             if other != name and _overlap(value, array):
                 first, second = sorted((name, other), key=order.__getitem__)
-                raise SharedParameterMemory(first=first, second=second)
+                raise SharedMemory(role="parameters", first=first, second=second)
 
 
 def _extent_candidates(arrays: list, selected: set) -> dict:
@@ -320,7 +318,7 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
     ------
     GradCheckError
         InvalidProblemReference, ProblemFileNotFound, ProblemModuleNotFound,
-        ProblemImportFailed, ProblemFunctionNotFound, NotCallable,
+        ProblemImportFailed, ProblemFunctionNotFound, InvalidArgument,
         ProblemFunctionRaised or NotAProblem, each with a one-line message.
     """
     source, function_name = _split_reference(reference)
@@ -338,7 +336,7 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
         if function is None:
             raise ProblemFunctionNotFound(source=source, function=function_name)
         if not callable(function):
-            raise NotCallable(role=reference, type_name=type(function).__name__)
+            raise InvalidArgument(argument=reference, value=type(function).__name__, expected="callable")
         try:
             returned = function()
             if inspect.iscoroutine(returned):  # closed, so that it is not also "never awaited"

@@ -17,7 +17,7 @@ from .errors import (
     AtCoordinate,
     EmptyTensor,
     GradCheckError,
-    InvalidSamples,
+    InvalidArgument,
     InvalidShape,
     ShapeOverflow,
     TooManySamples,
@@ -82,19 +82,19 @@ def validate_samples(samples, role: str = "requested samples", expected: str = "
     Anything ``operator.index`` accepts counts (``np.int64(3)`` too, returned
     as the int 3, so that results stay JSON-ready and the sampler's integer
     arithmetic exact), except a bool. Zero is the chapter's ZeroSamples;
-    anything else, negative numbers included, is InvalidSamples naming
+    anything else, negative numbers included, is InvalidArgument naming
     ``role`` and ``expected``.
     """
     if isinstance(samples, bool):
-        raise InvalidSamples(role=role, samples=repr(samples), expected=expected)
+        raise InvalidArgument(argument=role, value=repr(samples), expected=expected)
     try:
         count = operator.index(samples)
     except TypeError:
-        raise InvalidSamples(role=role, samples=repr(samples), expected=expected) from None
+        raise InvalidArgument(argument=role, value=repr(samples), expected=expected) from None
     if count == 0:
         raise ZeroSamples()
     if count < 0:
-        raise InvalidSamples(role=role, samples=repr(count), expected=expected)
+        raise InvalidArgument(argument=role, value=repr(count), expected=expected)
     return count
 
 

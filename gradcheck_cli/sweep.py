@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .dtypes import PROBE_DTYPES, ProbeDtype
-from .errors import ArrayMadeReadOnly, GradCheckError
+from .errors import GradCheckError, ReadOnlyArray
 from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
 from .judge import (
     FLOOR_FACTOR,
@@ -279,7 +279,7 @@ def _probe_calls(
                 flat[offset] = original
             except ValueError:  # the objective made the array read-only
                 spare[offset] = original
-                error = ArrayMadeReadOnly(role="parameters")
+                error = ReadOnlyArray(role="parameters", during_check=True)
                 raise at_coordinate(columns.coordinate(start + len(values) // width), error) from error
             if type(value) is float64:  # numpy's float64, a float subclass, is common enough to come first
                 value = float(value)

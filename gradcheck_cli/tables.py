@@ -410,7 +410,7 @@ _TAYLOR_CHART_KEY = "· evaluated   ● usable (above 10× the rounding floor)  
 def taylor(result):
     from .plotting import taylor_text_chart
 
-    verdict_style = {"pass": "bold green", "fail": "bold red"}.get(result.verdict, "bold yellow")
+    verdict_style = {"passed": "bold green", "failed": "bold red"}.get(result.verdict, "bold yellow")
     table = _table(
         f"Taylor remainder R(h) = f(x + Δ) − f(x) − g·Δ over {', '.join(result.parameters)} "
         f"(direction {result.direction}, seed {result.seed})",

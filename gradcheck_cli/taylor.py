@@ -22,12 +22,11 @@ import numpy as np
 from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
-    ArrayMadeReadOnly,
     GradientShapeMismatch,
     InvalidArgument,
     NonFiniteEvaluation,
-    NotAMapping,
     ParameterChanged,
+    ReadOnlyArray,
     UnsupportedDtype,
     ZeroDirection,
 )
@@ -115,9 +114,9 @@ class TaylorResult(Record):
     """The Taylor-remainder verdict for one problem and direction.
 
     ``order`` is the fitted slope of log|R| against log‖Δ‖ (NaN when no fit
-    was possible), ``verdict`` is ``pass``, ``fail`` or ``inconclusive``,
-    ``reason`` says why, and ``passed`` is ``verdict == "pass"``. After a
-    first-order ``fail``, ``failing_parameters`` names the wrong parameters
+    was possible), ``verdict`` is ``passed``, ``failed`` or ``inconclusive``,
+    ``reason`` says why, and ``passed`` is ``verdict == "passed"``. After a
+    first-order ``failed``, ``failing_parameters`` names the wrong parameters
     in problem order, found by the subset tests in ``localization``, whose
     objective calls sum to ``localization_evaluations``; all are empty (0)
     otherwise.
@@ -262,7 +261,7 @@ def taylor_test(
     Returns
     -------
     TaylorResult
-        After a first-order ``fail`` over several parameters, with the
+        After a first-order ``failed`` over several parameters, with the
         ``failing_parameters`` found by Taylor tests over bisected subsets
         (module docstring, "Localization") and their cost in objective calls.
 
@@ -284,7 +283,7 @@ def taylor_test(
     given_steps = None if steps is None else validate_steps(steps)
     steps = default_taylor_steps(problem.parameters, names) if given_steps is None else given_steps
     result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
-    if result.verdict != "fail" or result.reason != "first order":
+    if result.verdict != "failed" or result.reason != "first order":
         return result
     tests = []
     subset_test = _subset_tester(problem, gradients, pieces, description, seed, given_steps, tests)
@@ -302,7 +301,7 @@ def _subset_tester(problem, gradients: dict, pieces: dict, description: str, see
     """A function running the Taylor test over a subset of names (appending its LocalizationTest to ``tests``)."""
 
     def subset_test(subset: tuple) -> str:
-        """``fail``, ``pass`` or ``inconclusive``: whether the subset carries a first-order error along d."""
+        """``failed``, ``passed`` or ``inconclusive``: whether the subset carries a first-order error along d."""
         unit = _normalized({name: pieces[name] for name in subset})
         subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
         subset_gradients = {name: gradients[name] for name in subset}
@@ -312,7 +311,7 @@ def _subset_tester(problem, gradients: dict, pieces: dict, description: str, see
             parameters=subset, order=result.order, verdict=result.verdict, reason=result.reason, evaluations=evaluations
         )
         tests.append(test)
-        if result.verdict == "fail" and result.reason != "first order":
+        if result.verdict == "failed" and result.reason != "first order":
             return "inconclusive"  # a nondeterministic objective says nothing about where the gradient is wrong
         return result.verdict
 
@@ -327,17 +326,17 @@ def _bisect(names: tuple, subset_test, failed: bool) -> tuple:
     own test fails (``failed`` says it already did).
     """
     if len(names) == 1:
-        return names if failed or subset_test(names) == "fail" else ()
+        return names if failed or subset_test(names) == "failed" else ()
     middle = (len(names) + 1) // 2
     first, second = names[:middle], names[middle:]
     first_verdict = subset_test(first)
-    if first_verdict == "pass":
+    if first_verdict == "passed":
         return _bisect(second, subset_test, failed=False)
     second_verdict = subset_test(second)
     found = ()
-    if first_verdict == "fail" or second_verdict == "pass":
-        found += _bisect(first, subset_test, failed=first_verdict == "fail")
-    if second_verdict == "fail":
+    if first_verdict == "failed" or second_verdict == "passed":
+        found += _bisect(first, subset_test, failed=first_verdict == "failed")
+    if second_verdict == "failed":
         found += _bisect(second, subset_test, failed=True)
     return found
 
@@ -356,7 +355,7 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     detection_limit = min(limits) if limits else math.inf
     deterministic = same_bits(final, center)
     if not deterministic:
-        verdict, reason = "fail", "nondeterministic objective"
+        verdict, reason = "failed", "nondeterministic objective"
     elif len(evaluated) < MIN_FIT_POINTS:
         verdict, reason = "inconclusive", "too few evaluated points"
     else:
@@ -383,7 +382,7 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         localization_evaluations=0,
         verdict=verdict,
         reason=reason,
-        passed=verdict == "pass",
+        passed=verdict == "passed",
     )
 
 
@@ -400,7 +399,9 @@ def _direction_pieces(parameters: Mapping, names: tuple, seed: int, direction) -
 def _given_pieces(direction, parameters: Mapping, names: Sequence[str]) -> dict:
     """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, not yet normalized."""
     if not isinstance(direction, AnyMapping):
-        raise NotAMapping(role="direction", values="arrays", type_name=type(direction).__name__)
+        raise InvalidArgument(
+            argument="direction", value=type(direction).__name__, expected="a mapping from parameter names to arrays"
+        )
     unit = {}
     for name in names:
         values = direction.get(name)
@@ -459,7 +460,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 restore()
                 raise
             if not restore():
-                raise ArrayMadeReadOnly(role="parameters")
+                raise ReadOnlyArray(role="parameters", during_check=True)
             _unchanged(problem.parameters, entries, arrays)
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
         final = real_scalar("center", problem.objective(problem.parameters))
@@ -475,7 +476,7 @@ def _unchanged(parameters: Mapping, entries: dict, arrays: dict) -> None:
         if parameters.get(name) is not entry:
             raise ParameterChanged(parameter=name, change="replaced or removed")
     if not all(array.flags.writeable for array in arrays.values()):
-        raise ArrayMadeReadOnly(role="parameters")
+        raise ReadOnlyArray(role="parameters", during_check=True)
 
 
 def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
@@ -517,7 +518,7 @@ def _fit_verdict(order: float, reason, detection_limit: float, threshold: float)
     """(verdict, reason) from the fit: no usable point passes only when the detection limit is within ``threshold``."""
     if reason == "rounding level":
         if detection_limit <= threshold:
-            return "pass", "rounding level"
+            return "passed", "rounding level"
         return "inconclusive", "rounding level above the detection threshold"
     if reason is not None:
         return "inconclusive", reason
@@ -527,9 +528,9 @@ def _fit_verdict(order: float, reason, detection_limit: float, threshold: float)
 def _order_verdict(order: float) -> tuple:
     """(verdict, reason) from the fitted order of the remainder."""
     if order >= PASS_ORDER:
-        return "pass", "second order"
+        return "passed", "second order"
     if SHRINK_ORDER <= order <= FAIL_ORDER:
-        return "fail", "first order"
+        return "failed", "first order"
     if order < SHRINK_ORDER:
         return "inconclusive", "remainder does not shrink"
     return "inconclusive", "between first and second order"

@@ -25,13 +25,12 @@ import numpy as np
 
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
-    ArrayMadeReadOnly,
     GradCheckError,
     GradientShapeMismatch,
+    InvalidArgument,
     MaskedValues,
     NonFiniteAnalyticGradient,
     NonFinitePoint,
-    NotAnArray,
     ReadOnlyArray,
     SelfOverlappingArray,
     UnsupportedDtype,
@@ -95,8 +94,9 @@ class PlannedCoordinate(Record):
 
     ``point`` is θ as stored, ``analytic`` the candidate there (both finite),
     ``step`` the requested h and ``geometry`` its probes in the array's own
-    dtype; ``step`` and ``geometry`` are None when the step is still to be
-    chosen (:func:`plan_coordinates` with ``probes=False``).
+    dtype (None with ``probes=False``, which the chapter's sampled check,
+    the one caller, never asks for: check_gradients plans numpy columns in
+    :mod:`sweep`).
     """
 
     sample: SampledCoordinate
@@ -120,10 +120,10 @@ def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
     elements may share memory (a zero stride), since a probe of one would move the other.
     """
     if not isinstance(parameters, np.ndarray):
-        raise NotAnArray(role=role, type_name=_type_name(parameters))
+        raise InvalidArgument(argument=role, value=_type_name(parameters), expected="a numpy array")
     dtype = probe_dtype(parameters.dtype, role=role)
     if not (parameters.flags.writeable and writable_memory(parameters)):
-        raise ReadOnlyArray(role=role)
+        raise ReadOnlyArray(role=role, during_check=False)
     if strides_may_overlap(parameters.shape, parameters.strides, parameters.itemsize):
         raise SelfOverlappingArray(role=role, strides=list(parameters.strides))
     reject_masked(parameters, role)
@@ -131,7 +131,7 @@ def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
 
 
 def _type_name(value) -> str:
-    """What a value that is not an array is, for NotAnArray; a numpy scalar says how to make it one."""
+    """What a value that is not an array is, for InvalidArgument; a numpy scalar says how to make it one."""
     if isinstance(value, np.generic):
         return f"the numpy scalar {value!r}, which cannot be probed in place: np.array({value.item()!r}) is a 0-d array that can"
     return type(value).__name__
@@ -191,7 +191,7 @@ def reject_masked(array: np.ndarray, role: str) -> None:
 def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
     """``gradient`` if it is an array of a real dtype that float64 holds (bfloat16 included)."""
     if not isinstance(gradient, np.ndarray):
-        raise NotAnArray(role=role, type_name=type(gradient).__name__)
+        raise InvalidArgument(argument=role, value=type(gradient).__name__, expected="a numpy array")
     real = gradient.dtype.kind in "fiu" and gradient.dtype.itemsize <= 8
     if not (real or gradient.dtype.name == "bfloat16"):
         raise UnsupportedDtype(role=role, dtype=str(gradient.dtype), expected="a real float64-representable dtype")
@@ -297,7 +297,7 @@ def probing_objective(parameters: np.ndarray, index: tuple, objective: Callable)
             write_back(parameters, index, original)
             raise
         if not write_back(parameters, index, original):
-            raise ArrayMadeReadOnly(role="parameters")
+            raise ReadOnlyArray(role="parameters", during_check=True)
         return value
 
     return evaluate

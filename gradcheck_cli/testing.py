@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from .check import DEFAULT_SAMPLES, GradientCheckReport, Samples, check_gradients
+from .check import GradientCheckReport, Samples, check_gradients
+from .defaults import CHECK_SAMPLES
 from .formatting import rust_list
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
@@ -39,7 +40,7 @@ def assert_gradients_match(
     parameters: Mapping,
     gradients: Mapping,
     *,
-    samples: Samples = DEFAULT_SAMPLES,
+    samples: Samples = CHECK_SAMPLES,
     step: float | None = None,
     tolerance: float | None = None,
     kink_tolerance: float | None = None,

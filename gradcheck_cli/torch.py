@@ -47,11 +47,10 @@ import numpy as np
 from .check import GradientCheckReport, check_problem
 from .cotangents import DEFAULT_SEED, cotangent
 from .errors import (
-    InvalidTorchCall,
+    InvalidArgument,
+    InvalidCall,
     NotAProblem,
-    NotCallable,
-    SharedParameterMemory,
-    SharedTensorMemory,
+    SharedMemory,
     TorchUnavailable,
     UnsupportedDevice,
     UnsupportedTensor,
@@ -113,7 +112,7 @@ def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem
     GradCheckError
         Before ``fn`` is first called, for an input that cannot be probed;
         after the analytic call, for outputs that cannot be checked
-        (InvalidTorchCall). Exceptions raised by ``fn`` propagate unchanged.
+        (InvalidCall). Exceptions raised by ``fn`` propagate unchanged.
     """
     named, call_text, call, checked, views = _checked_inputs(fn, inputs)
 
@@ -127,13 +126,13 @@ def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem
         with torch.no_grad():
             returned = _outputs(call(), call_text)
         if len(returned) != count:
-            raise InvalidTorchCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
+            raise InvalidCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
         total = 0.0
         for index, u in cotangents.items():
             output = returned[index].detach()
             if output.shape != shapes[index]:
                 problem = f"output {index} had shape {list(shapes[index])}, then {list(output.shape)}"
-                raise InvalidTorchCall(call=call_text, problem=problem)
+                raise InvalidCall(call=call_text, problem=problem)
             total += float(torch.sum(output.to(torch.float64) * u))
         return total
 
@@ -150,14 +149,14 @@ def module_problem(module, loss_fn) -> GradientProblem:
     :func:`function_problem` does.
     """
     if not isinstance(module, torch.nn.Module):
-        raise InvalidTorchCall(call="check_module", problem=f"needs a torch.nn.Module, got {type(module).__name__}")
+        raise InvalidCall(call="check_module", problem=f"needs a torch.nn.Module, got {type(module).__name__}")
     if not callable(loss_fn):
-        raise NotCallable(role="loss_fn", type_name=type(loss_fn).__name__)
+        raise InvalidArgument(argument="loss_fn", value=type(loss_fn).__name__, expected="callable")
     call_text = "loss_fn(module)"
     everything = dict(module.named_parameters())
     checked = {name: parameter for name, parameter in everything.items() if parameter.requires_grad}
     if not checked:
-        raise InvalidTorchCall(call=call_text, problem="has no module parameter that requires grad: nothing to check")
+        raise InvalidCall(call=call_text, problem="has no module parameter that requires grad: nothing to check")
     everything.update(module.named_buffers())
     views = _probe_views(checked, everything)
     saved_buffers = [(buffer, buffer.detach().clone()) for buffer in module.buffers()]
@@ -260,7 +259,7 @@ def check_function(
         problem = forward_problem(fn, inputs, seed=seed)
     else:
         problem = f"checks order=1 or order=2 with mode='reverse', or order=1 with mode='forward', got order={order!r}, mode={mode!r}"
-        raise InvalidTorchCall(call="check_function", problem=problem)
+        raise InvalidCall(call="check_function", problem=problem)
     return check_problem(problem, **options)
 
 
@@ -306,11 +305,11 @@ def _bound_inputs(fn, inputs) -> tuple:
         named = dict(inputs)
         for key in named:
             if not isinstance(key, str):
-                raise InvalidTorchCall(call="fn(**inputs)", problem=f"needs string keys, got {key!r}")
+                raise InvalidCall(call="fn(**inputs)", problem=f"needs string keys, got {key!r}")
         return named, "fn(**inputs)", lambda: fn(**named)
     if not isinstance(inputs, (tuple, list)):
         problem = f"needs inputs as a tensor, a tuple, a list or a mapping, got {type(inputs).__name__}"
-        raise InvalidTorchCall(call="fn(*inputs)", problem=problem)
+        raise InvalidCall(call="fn(*inputs)", problem=problem)
     positional = tuple(inputs)
     return {f"inputs[{index}]": value for index, value in enumerate(positional)}, "fn(*inputs)", lambda: fn(*positional)
 
@@ -320,11 +319,11 @@ def _outputs(returned, call_text: str) -> list:
         return [returned]
     if not isinstance(returned, (tuple, list)):
         problem = f"must return a tensor or a tuple of tensors, got {type(returned).__name__}"
-        raise InvalidTorchCall(call=call_text, problem=problem)
+        raise InvalidCall(call=call_text, problem=problem)
     for index, output in enumerate(returned):
         if not isinstance(output, torch.Tensor):
             problem = f"must return a tensor or a tuple of tensors, got {type(output).__name__} as output {index}"
-            raise InvalidTorchCall(call=call_text, problem=problem)
+            raise InvalidCall(call=call_text, problem=problem)
     return list(returned)
 
 
@@ -332,7 +331,7 @@ def _differentiable(output, index: int, call_text: str) -> bool:
     """Whether ⟨u, ·⟩ takes in this output; a complex output that requires grad is refused."""
     if output.is_complex() and output.requires_grad:
         problem = f"returned complex output {index} ({output.dtype}): return torch.view_as_real of it instead"
-        raise InvalidTorchCall(call=call_text, problem=problem)
+        raise InvalidCall(call=call_text, problem=problem)
     if output.requires_grad and output.is_floating_point():
         _require_cpu(f"output {index}", output)
         return True
@@ -342,13 +341,13 @@ def _differentiable(output, index: int, call_text: str) -> bool:
 def _scalar_loss(loss, call_text: str, analytic: bool = False):
     wanted = "a floating-point tensor with one element" + (" that requires grad" if analytic else "")
     if not isinstance(loss, torch.Tensor):
-        raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {type(loss).__name__}")
+        raise InvalidCall(call=call_text, problem=f"must return {wanted}, got {type(loss).__name__}")
     usable = loss.is_floating_point() and loss.numel() == 1 and (loss.requires_grad or not analytic)
     if not usable:
         got = f"{loss.dtype} of shape {list(loss.shape)}" + (
             ", requires_grad=False" if analytic and not loss.requires_grad else ""
         )
-        raise InvalidTorchCall(call=call_text, problem=f"must return {wanted}, got {got}")
+        raise InvalidCall(call=call_text, problem=f"must return {wanted}, got {got}")
     _require_cpu("the loss", loss)
     return loss.detach().reshape(()) if not analytic else loss.reshape(())
 
@@ -376,7 +375,7 @@ def _probe_views(checked: Mapping, everything: Mapping) -> dict:
     """Writable numpy views of the ``checked`` tensors, after checking ``everything`` the call reads.
 
     Every tensor must be on the CPU, and no checked tensor may share memory
-    with another dense tensor of ``everything`` (SharedTensorMemory, the pair
+    with another dense tensor of ``everything`` (SharedMemory, the pair
     in ``everything``'s order).
     """
     for name, tensor in everything.items():
@@ -390,8 +389,8 @@ def _probe_views(checked: Mapping, everything: Mapping) -> dict:
             memory[name] = _memory_view(name, tensor)
     try:
         reject_shared_memory(memory, list(checked))
-    except SharedParameterMemory as error:
-        raise SharedTensorMemory(first=error.first, second=error.second) from None
+    except SharedMemory as error:
+        raise SharedMemory(role="tensors", first=error.first, second=error.second) from None
     return views
 
 
@@ -512,7 +511,7 @@ def forward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
                 continue
             if tuple(value.shape) != shapes[index]:
                 problem = f"output {index} had shape {list(shapes[index])}, then {list(value.shape)}"
-                raise InvalidTorchCall(call=call_text, problem=problem)
+                raise InvalidCall(call=call_text, problem=problem)
             total += float(torch.sum(value.detach().to(torch.float64) * u))
         return total
 
@@ -544,7 +543,7 @@ def _vector_jacobian(call, call_text: str, checked: Mapping, seed: int, create_g
         outputs = _outputs(call(), call_text)
         differentiable = [index for index, output in enumerate(outputs) if _differentiable(output, index, call_text)]
         if not differentiable:
-            raise InvalidTorchCall(call=call_text, problem="returned no floating-point output that requires grad")
+            raise InvalidCall(call=call_text, problem="returned no floating-point output that requires grad")
         cotangents = {index: torch.from_numpy(cotangent(outputs[index].shape, index, seed)) for index in differentiable}
         grads = torch.autograd.grad(
             [outputs[index] for index in differentiable],
@@ -559,10 +558,10 @@ def _vector_jacobian(call, call_text: str, checked: Mapping, seed: int, create_g
 def _checked_inputs(fn, inputs) -> tuple:
     """``(name → input, call text, call, name → checked tensor, name → probe view)``, before any call."""
     if not callable(fn):
-        raise NotCallable(role="fn", type_name=type(fn).__name__)
+        raise InvalidArgument(argument="fn", value=type(fn).__name__, expected="callable")
     named, call_text, call = _bound_inputs(fn, inputs)
     tensors = {name: value for name, value in named.items() if isinstance(value, torch.Tensor)}
     checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
     if not checked:
-        raise InvalidTorchCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
+        raise InvalidCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
     return named, call_text, call, checked, _probe_views(checked, tensors)

@@ -1,7 +1,7 @@
 """Every JSON document the tests make gradcheck write, validated against gradcheck_cli/schemas.
 
 conftest.py wraps the two places the command line writes JSON (``render.render_chunks`` with
-the json format, and ``render.write_error``), records each document a test produces, and
+the json format, and ``output.write_error``), records each document a test produces, and
 validates it against the schema of the subcommand that wrote it when the test ends (a
 document that does not validate fails that test). Each distinct document (by its exact text)
 is validated once and counted; the session's count is printed at the end of the run.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jsonschema
 
-from gradcheck_cli import render, schemas
+from gradcheck_cli import output, render, schemas
 
 #: Documents larger than this are counted as skipped, not validated: the million-coordinate
 #: benchmarks' output would take minutes in a pure-Python validator.
@@ -108,16 +108,16 @@ def _command_name():
 
 
 class Recorder:
-    """Wraps render's JSON writers; ``documents`` holds (text, subcommand) of each one written."""
+    """Wraps the JSON writers (render.render_chunks, output.write_error); ``documents`` holds (text, subcommand) of each one written."""
 
     def __init__(self):
         self.documents = []
         self.render_chunks = render.render_chunks
-        self.write_error = render.write_error
+        self.write_error = output.write_error
 
     def install(self, monkeypatch):
         monkeypatch.setattr(render, "render_chunks", self._render_chunks)
-        monkeypatch.setattr(render, "write_error", self._write_error)
+        monkeypatch.setattr(output, "write_error", self._write_error)
 
     def _render_chunks(self, sections, output_format, stream=None):
         chunks = self.render_chunks(sections, output_format, stream)
@@ -132,10 +132,11 @@ class Recorder:
             yield chunk
         self.documents.append(("".join(pieces), command))
 
-    def _write_error(self, error, output_format, stdout=None, stderr=None):
+    def _write_error(self, error, output_format, stdout=None, stderr=None, message=None):
         if output_format == "json":
-            self.documents.append((render.json_text({"error": error}), _command_name()))
-        return self.write_error(error, output_format, stdout, stderr)
+            record = error.to_dict() if message is None else {**error.to_dict(), "message": message}
+            self.documents.append((output.json_text({"error": record}), _command_name()))
+        return self.write_error(error, output_format, stdout, stderr, message)
 
 
 # ------------------------------------------------- docs/json.md, generated from the schemas

@@ -14,7 +14,8 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
-from gradcheck_cli.check import ALL_COORDINATES, DEFAULT_SAMPLES
+from gradcheck_cli.check import ALL_COORDINATES
+from gradcheck_cli.defaults import CHECK_SAMPLES
 from gradcheck_cli.dtypes import PROBE_DTYPES
 from gradcheck_cli.errors import (
     AtCoordinate,
@@ -23,9 +24,9 @@ from gradcheck_cli.errors import (
     EmptyTensor,
     GradCheckError,
     GradientShapeMismatch,
+    InvalidArgument,
     InvalidCoordinate,
     InvalidParameterName,
-    InvalidSamples,
     InvalidStep,
     InvalidTolerance,
     MissingGradient,
@@ -34,12 +35,9 @@ from gradcheck_cli.errors import (
     NonFiniteEvaluation,
     NonFinitePoint,
     NonScalarEvaluation,
-    NotAMapping,
-    NotAnArray,
-    NotCallable,
     PerturbationUnchanged,
     ReadOnlyArray,
-    SharedParameterMemory,
+    SharedMemory,
     UnexpectedGradient,
     UnknownParameter,
     UnsupportedDtype,
@@ -110,7 +108,7 @@ def test_defaults_are_sixteen_samples_and_the_dtype_policy():
     weights = np.arange(40.0).reshape(5, 8) / 10
     report = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights})
     check = report.parameters[0]
-    assert DEFAULT_SAMPLES == 16
+    assert CHECK_SAMPLES == 16
     assert (check.selection, check.requested_samples, len(check.checks)) == ("structured", 16, 16)
     chapter = check_gradients(sum_of_squares, {"w": weights}, {"w": 2 * weights}, sampler="chapter").parameters[0]
     # The chapter's sampler: ⌊k·39/15⌋ for k = 0..15.
@@ -410,14 +408,18 @@ def refused(error_type, *arguments, **options):
     "options, error_type, message",
     [
         ({"samples": 0}, ZeroSamples, "sampled tensor gradient check needs at least one sample"),
-        ({"samples": -2}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got -2'),
+        ({"samples": -2}, InvalidArgument, 'samples per parameter must be a positive whole number or "all", got -2'),
         (
             {"samples": "some"},
-            InvalidSamples,
+            InvalidArgument,
             "samples per parameter must be a positive whole number or \"all\", got 'some'",
         ),
-        ({"samples": 1.5}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got 1.5'),
-        ({"samples": True}, InvalidSamples, 'samples per parameter must be a positive whole number or "all", got True'),
+        ({"samples": 1.5}, InvalidArgument, 'samples per parameter must be a positive whole number or "all", got 1.5'),
+        (
+            {"samples": True},
+            InvalidArgument,
+            'samples per parameter must be a positive whole number or "all", got True',
+        ),
         ({"step": 0.0}, InvalidStep, "central-difference requested step 0.0 must be positive and finite"),
         ({"step": math.nan}, InvalidStep, "central-difference requested step NaN must be positive and finite"),
         ({"tolerance": -1.0}, InvalidTolerance, "gradient-check tolerance -1.0 must be finite and nonnegative"),
@@ -427,10 +429,10 @@ def refused(error_type, *arguments, **options):
         ({"coordinates": {"v": [0]}}, UnknownParameter, "parameter 'v' is not one of the problem's parameters ['w']"),
         (
             {"coordinates": [(0,)]},
-            NotAMapping,
+            InvalidArgument,
             "coordinates must be a mapping from parameter names to lists of coordinates, got list",
         ),
-        ({"progress": 3}, NotCallable, "progress must be callable, got int"),
+        ({"progress": 3}, InvalidArgument, "progress must be callable, got int"),
     ],
 )
 def test_bad_options_are_refused(options, error_type, message):
@@ -440,11 +442,11 @@ def test_bad_options_are_refused(options, error_type, message):
 @pytest.mark.parametrize(
     "parameters, gradients, error_type, message",
     [
-        ([np.ones(2)], {}, NotAMapping, "parameters must be a mapping from parameter names to arrays, got list"),
+        ([np.ones(2)], {}, InvalidArgument, "parameters must be a mapping from parameter names to arrays, got list"),
         (
             {"w": np.ones(2)},
             None,
-            NotAMapping,
+            InvalidArgument,
             "gradients must be a mapping from parameter names to arrays, got NoneType",
         ),
         ({3: np.ones(2)}, {}, InvalidParameterName, "parameter names must be strings, got 3 (int)"),
@@ -470,7 +472,7 @@ def read_only(array):
 @pytest.mark.parametrize(
     "parameter, gradient, error_type, message",
     [
-        ([1.0, 2.0], np.ones(2), NotAnArray, "parameters must be a numpy array, got list"),
+        ([1.0, 2.0], np.ones(2), InvalidArgument, "parameters must be a numpy array, got list"),
         (
             np.ones(2, dtype=np.float16),
             np.ones(2),
@@ -557,7 +559,7 @@ def test_a_non_finite_parameter_value_is_refused():
 
 
 def test_a_non_callable_objective_is_refused():
-    with pytest.raises(NotCallable) as caught:
+    with pytest.raises(InvalidArgument) as caught:
         check_gradients(3.0, {"w": np.ones(2)}, {"w": np.ones(2)})
     assert str(caught.value) == "objective must be callable, got float"
 
@@ -573,8 +575,11 @@ def test_a_non_callable_objective_is_refused():
 def test_parameters_that_share_memory_are_refused(make):
     parameters = make(np.ones((3, 3)))
     gradients = {name: np.zeros(array.shape) for name, array in parameters.items()}
-    error = refused(SharedParameterMemory, parameters, gradients)
-    assert str(error) == "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both"
+    error = refused(SharedMemory, parameters, gradients)
+    assert (
+        str(error)
+        == "parameters 'w' and 'v' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one"
+    )
 
 
 def test_disjoint_views_of_one_buffer_are_fine():
@@ -768,22 +773,25 @@ def test_importing_the_package_does_not_import_numpy_and_exports_the_check_api()
 
 # Message examples for the error classes this module added (the core's error test lists the rest).
 ERROR_EXAMPLES = [
-    (gradcheck_cli.errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
     (
-        NotAMapping(role="parameters", values="arrays", type_name="list"),
+        gradcheck_cli.errors.InvalidArgument(argument="objective", value="int", expected="callable"),
+        "objective must be callable, got int",
+    ),
+    (
+        InvalidArgument(argument="parameters", value="list", expected="a mapping from parameter names to arrays"),
         "parameters must be a mapping from parameter names to arrays, got list",
     ),
     (InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
     (UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
     (
-        InvalidSamples(role="samples per parameter", samples="-2", expected='a positive whole number or "all"'),
+        InvalidArgument(argument="samples per parameter", value="-2", expected='a positive whole number or "all"'),
         'samples per parameter must be a positive whole number or "all", got -2',
     ),
     (InvalidCoordinate(coordinate="[0, 3]", shape=[2, 3]), "coordinate [0, 3] is not an index into shape [2, 3]"),
     (DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
     (
-        SharedParameterMemory(first="w", second="v"),
-        "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both",
+        SharedMemory(role="parameters", first="w", second="v"),
+        "parameters 'w' and 'v' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one",
     ),
     (
         AtParameter(parameter="w", source=ZeroSamples()),
@@ -914,7 +922,7 @@ def shared_memory_request():
         # A NaN analytic value at a selected coordinate (samples=2 selects offsets 0 and 2).
         (lambda: ({"w": np.ones(3)}, {"w": np.array([1.0, 1.0, math.nan])}), AtParameter),
         # Two parameters sharing memory: found before ~70 advice calls per parameter, not after.
-        (shared_memory_request, SharedParameterMemory),
+        (shared_memory_request, SharedMemory),
         # A NaN where the advice would probe (flat offset ⌊N/2⌋ = 1, not a selected coordinate).
         (lambda: ({"w": np.array([1.0, math.nan, 1.0])}, {"w": np.ones(3)}), AtParameter),
     ],

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli import __version__, chapter, nll, render, scan, tables
+from gradcheck_cli import __version__, chapter, nll, output, render, scan, tables
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
     EXIT_CANDIDATE_FAILED,
@@ -227,7 +227,7 @@ def test_json_floats_round_trip_bit_exactly():
 
 def test_write_json_refuses_nan_and_writes_non_finite_floats_as_strings():
     stream = io.StringIO()
-    render.write_json({"value": math.nan, "values": [math.inf, -math.inf, 0.5]}, stream)
+    output.write_json({"value": math.nan, "values": [math.inf, -math.inf, 0.5]}, stream)
     assert json.loads(stream.getvalue()) == {"value": "NaN", "values": ["inf", "-inf", 0.5]}
 
 
@@ -724,13 +724,18 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
 QUADRATIC_MODULES = {
     "gradcheck_cli",
     "gradcheck_cli.chapter",
+    "gradcheck_cli.chapter_lines",
     "gradcheck_cli.cli",
     "gradcheck_cli.cli_errors",
     "gradcheck_cli.commands",
     "gradcheck_cli.commands.quadratic",
     "gradcheck_cli.errors",
+    "gradcheck_cli.errors.record",
+    "gradcheck_cli.errors.requests",
+    "gradcheck_cli.errors.user_code",
     "gradcheck_cli.estimator",
     "gradcheck_cli.formatting",
+    "gradcheck_cli.output",
     "gradcheck_cli.records",
     "gradcheck_cli.render",
     "gradcheck_cli.verdicts",

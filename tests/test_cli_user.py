@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter, check, render, tables
+from gradcheck_cli import chapter, check, formatting, output, render, tables
 from gradcheck_cli.advice import advise_problem_steps, advise_step
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
@@ -272,7 +272,7 @@ def test_check_text_prints_every_coordinate_with_the_shared_renderer():
     output = lines(invoke("check", WRONG_MLP, "--verbose"))
     for parameter in report.parameters:
         for record in parameter.checks:
-            label = f"{parameter.name}{render.rust_list(record.coordinate)}"
+            label = f"{parameter.name}{formatting.rust_list(record.coordinate)}"
             block = [*render.coordinate_check_lines(label, record)]
             start = output.index(block[0])
             assert output[start : start + len(block)] == block
@@ -434,8 +434,8 @@ def test_step_auto_prints_one_advice_line_per_parameter_before_the_check():
     assert [line.split(":")[0] for line in advice_lines] == [f"step advice {name}" for name in ("W1", "b1", "W2", "b2")]
     assert output[:4] == advice_lines
     advice = advise_problem_steps(load_problem(MLP)).parameters[2]
-    assert advice_lines[2].startswith(f"step advice W2: coordinate={render.rust_list(advice.coordinate)} point=")
-    assert f" advised_step={render.rust_exp(advice.advice.advised_step, 17)} " in advice_lines[2]
+    assert advice_lines[2].startswith(f"step advice W2: coordinate={formatting.rust_list(advice.coordinate)} point=")
+    assert f" advised_step={formatting.rust_exp(advice.advice.advised_step, 17)} " in advice_lines[2]
 
 
 def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, monkeypatch):
@@ -597,8 +597,8 @@ def test_check_with_a_missing_file_and_json_prints_the_error_document():
 # ------------------------------------------------------------------ taylor
 
 
-PASSED = "taylor verdict: pass (second order) pass=true failing_parameters=[] localization_evaluations=0"
-FAILED = "taylor verdict: fail (first order) pass=false failing_parameters={} localization_evaluations={}"
+PASSED = "taylor verdict: passed (second order) pass=true failing_parameters=[] localization_evaluations=0"
+FAILED = "taylor verdict: failed (first order) pass=false failing_parameters={} localization_evaluations={}"
 
 
 @pytest.mark.parametrize(
@@ -639,7 +639,7 @@ def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdic
         "taylor steps: 5 of 40 shown, those in the fit (--verbose shows every one)",
         *verbose[-2:],
     ]
-    assert output[-1].startswith("taylor verdict: pass (second order) pass=true failing_parameters=[]")
+    assert output[-1].startswith("taylor verdict: passed (second order) pass=true failing_parameters=[]")
 
 
 def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict():
@@ -649,12 +649,12 @@ def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict(
     assert output[0].startswith('taylor: parameters=["W1", "b1", "W2", "b2"] dtypes=["float64", "float64", ')
     assert " direction=splitmix64 seed=0 " in output[0]
     for number, (line, point) in enumerate(zip(output[1:], result.points), start=1):
-        assert line.startswith(f"taylor step {number}: step={render.rust_exp(point.step, 17)} ")
+        assert line.startswith(f"taylor step {number}: step={formatting.rust_exp(point.step, 17)} ")
         assert line.endswith(
             f"state={point.state} usable={str(point.usable).lower()} in_fit={str(point.in_fit).lower()}"
         )
     assert sum(line.endswith("in_fit=true") for line in output) == result.fit_points == 5
-    assert output[-2].startswith(f"taylor fit: fit_points=5 order={render.rust_fixed(result.order, 12)} ")
+    assert output[-2].startswith(f"taylor fit: fit_points=5 order={formatting.rust_fixed(result.order, 12)} ")
 
 
 def test_another_seed_is_another_direction():
@@ -708,7 +708,7 @@ def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
     assert [line.rsplit("regime=", 1)[1] for line in estimates] == [estimate.regime for estimate in advice.estimates]
     assert [line.rsplit("regime=", 1)[1] for line in estimates].count("advised") == 1
     assert output[-1].startswith("advice: point=1.500000000000 dtype=float64 ")
-    assert f" advised_step={render.rust_exp(advice.advised_step, 17)} " in output[-1]
+    assert f" advised_step={formatting.rust_exp(advice.advised_step, 17)} " in output[-1]
     assert output[-1].endswith(" advised_at_edge=false deterministic=true")
 
 
@@ -744,7 +744,7 @@ def test_the_taylor_table_has_the_points_the_chart_and_the_verdict():
     assert "◆" in table and "● usable" in table and "┤" in table
     last = table.rstrip().splitlines()[-1]
     localized = r"; wrong: W2 \(3 subset tests, 126 extra objective calls\)"
-    verdict = re.fullmatch(r"fail: first order, fitted order (\S+) over 5 points" + localized, last)
+    verdict = re.fullmatch(r"failed: first order, fitted order (\S+) over 5 points" + localized, last)
     assert abs(float(verdict.group(1)) - 1.0) < 0.25  # the library's fail band, 0.75 to 1.25
 
 
@@ -1059,7 +1059,7 @@ def test_traceback_prints_the_users_frames_in_full_and_still_ends_with_the_one_l
 
 def test_an_output_longer_than_the_threshold_is_streamed_and_identical(monkeypatch):
     whole = {fmt: invoke("check", MLP, "--samples", "all", *flags) for fmt, flags in _STREAMED_FORMATS}
-    monkeypatch.setattr(render, "STREAM_THRESHOLD", 1000)
+    monkeypatch.setattr(output, "STREAM_THRESHOLD", 1000)
     from gradcheck_cli import cli
 
     streams, stream = [], cli._stream
@@ -1082,7 +1082,7 @@ _STREAMED_FORMATS = [("json", ["--json"]), ("verbose", ["--verbose"])]
 @pytest.mark.skipif(os.name != "posix", reason="pipes and /dev/full are POSIX notions")
 def test_a_streamed_output_to_a_closed_reader_or_a_full_disk_is_141_or_74():
     program = (
-        "import sys; from gradcheck_cli import render; render.STREAM_THRESHOLD = 1000; "
+        "import sys; from gradcheck_cli import output; output.STREAM_THRESHOLD = 1000; "
         "from gradcheck_cli.cli import main; sys.argv[0] = 'gradcheck'; main()"
     )
     command = [sys.executable, "-c", program, "check", MLP, "--samples", "all", "--json"]

@@ -44,13 +44,16 @@ EXAMPLES = [
     (errors.ShapeOverflow(), "sampled tensor shape overflows a signed 64-bit element count"),
     (errors.EmptyTensor(), "sampled tensor gradient check needs at least one value"),
     (errors.ZeroSamples(), "sampled tensor gradient check needs at least one sample"),
-    (errors.NotAnArray(role="parameters", type_name="list"), "parameters must be a numpy array, got list"),
+    (
+        errors.InvalidArgument(argument="parameters", value="list", expected="a numpy array"),
+        "parameters must be a numpy array, got list",
+    ),
     (
         errors.UnsupportedDtype(role="parameters", dtype="int64", expected="float64"),
         "parameters array has dtype int64; expected float64",
     ),
     (
-        errors.ReadOnlyArray(role="parameters"),
+        errors.ReadOnlyArray(role="parameters", during_check=False),
         "parameters array is read-only; the check perturbs it in place and restores it",
     ),
     (errors.InvalidLogits(problem="must be float64, got float32"), "logits must be float64, got float32"),
@@ -91,15 +94,22 @@ EXAMPLES = [
         "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)",
     ),
     (errors.UnsupportedPlotFormat(path="scan.pdf"), "plot file 'scan.pdf' must end in .png or .svg"),
-    (errors.NotCallable(role="objective", type_name="int"), "objective must be callable, got int"),
     (
-        errors.NotAMapping(role="parameters", values="arrays", type_name="list"),
+        errors.InvalidArgument(argument="objective", value="int", expected="callable"),
+        "objective must be callable, got int",
+    ),
+    (
+        errors.InvalidArgument(
+            argument="parameters", value="list", expected="a mapping from parameter names to arrays"
+        ),
         "parameters must be a mapping from parameter names to arrays, got list",
     ),
     (errors.InvalidParameterName(name="3", type_name="int"), "parameter names must be strings, got 3 (int)"),
     (errors.UnexpectedGradient(name="W"), "analytic gradient 'W' names no parameter of the problem"),
     (
-        errors.InvalidSamples(role="samples per parameter", samples="-2", expected='a positive whole number or "all"'),
+        errors.InvalidArgument(
+            argument="samples per parameter", value="-2", expected='a positive whole number or "all"'
+        ),
         'samples per parameter must be a positive whole number or "all", got -2',
     ),
     (
@@ -108,8 +118,8 @@ EXAMPLES = [
     ),
     (errors.DuplicateCoordinate(coordinate=[1, 1]), "coordinate [1, 1] is listed twice"),
     (
-        errors.SharedParameterMemory(first="w", second="v"),
-        "parameters 'w' and 'v' share memory; perturbing one coordinate would perturb both",
+        errors.SharedMemory(role="parameters", first="w", second="v"),
+        "parameters 'w' and 'v' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one",
     ),
     (
         errors.AtParameter(parameter="w", source=errors.ZeroSamples()),
@@ -185,12 +195,11 @@ EXAMPLES = [
         "tensor 'x' has dtype torch.float16; expected float64, float32 or bfloat16",
     ),
     (
-        errors.SharedTensorMemory(first="inputs[0]", second="inputs[2]"),
-        "tensors 'inputs[0]' and 'inputs[2]' share memory (one is a view of the other, or both of one tensor); "
-        "perturbing one would perturb both: pass a .clone() of one",
+        errors.SharedMemory(role="tensors", first="inputs[0]", second="inputs[2]"),
+        "tensors 'inputs[0]' and 'inputs[2]' share memory; perturbing one would perturb both: pass a .clone() of one",
     ),
     (
-        errors.InvalidTorchCall(call="fn(*inputs)", problem="must return a tensor or a tuple of tensors, got dict"),
+        errors.InvalidCall(call="fn(*inputs)", problem="must return a tensor or a tuple of tensors, got dict"),
         "fn(*inputs) must return a tensor or a tuple of tensors, got dict",
     ),
     (
@@ -210,7 +219,7 @@ EXAMPLES = [
         "input 'x' has dtype float16; gradcheck probes float64, float32 and bfloat16 inputs",
     ),
     (
-        errors.InvalidJaxCall(call="fn(*args)", problem="returned no floating-point output"),
+        errors.InvalidCall(call="fn(*args)", problem="returned no floating-point output"),
         "fn(*args) returned no floating-point output",
     ),
     (
@@ -227,8 +236,8 @@ EXAMPLES = [
         "the memory available; request fewer",
     ),
     (
-        errors.ArrayMadeReadOnly(role="parameters"),
-        "the objective made the parameters array read-only during the check; its values were restored "
+        errors.ReadOnlyArray(role="parameters", during_check=True),
+        "parameters array was made read-only by the objective during the check; its values were restored "
         "and it was left read-only",
     ),
     (
@@ -250,7 +259,7 @@ EXAMPLES = [
     (
         errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV"),
         "a worker process of the check with jobs=4 was killed by signal SIGSEGV; every array is restored: "
-        "check with jobs=1 (--jobs 1) to see the failure in this process",
+        "check with jobs=1 to see the failure in this process",
     ),
     (
         errors.ProblemNotAFile(path="models", file_type="a directory"),
@@ -260,7 +269,7 @@ EXAMPLES = [
         errors.WorkerProbeDiffers(parameter="w", coordinate=[3], side="minus", worker=2.0, here=1.0),
         "parameter 'w' at coordinate [3]: f at θ−h is 2.0 in a worker process and 1.0 in this one, so the workers' "
         "objective differs from this process's (a module edited since, a file or an environment variable read "
-        "differently, a value that depends on the calls made before); check with jobs=1 (--jobs 1)",
+        "differently, a value that depends on the calls made before); check with jobs=1",
     ),
     (
         errors.ObjectiveInMain(jobs=2, name="objective"),
@@ -322,9 +331,39 @@ def test_coordinate_error_nests_its_source():
 def test_errors_pickle_and_compare(error, _message):
     # Multiprocessing and pytest-xdist send exceptions between processes.
     copy = pickle.loads(pickle.dumps(error))
-    assert copy == error and str(copy) == str(error)
+    assert type(copy) is type(error) and copy.to_dict() == error.to_dict() and str(copy) == str(error)
+    # Identity-equal and hashable, as every exception is: two equal records are two errors.
+    assert copy != error and copy == copy and len({error, copy}) == 2
+
+
+def test_a_template_names_only_its_fields():
+    with pytest.raises(TypeError, match="template names 'stride'"):
+
+        class Misspelled(GradCheckError):
+            fields = ("step",)
+            template = "step {stride:?} must be positive"
+
+
+def test_an_error_class_is_a_record_of_fields_and_a_template():
+    # One mechanism: no class writes its own __init__, message method or to_dict.
+    for cls in {type(error) for error, _ in EXAMPLES}:
+        own = set(vars(cls))
+        assert not own & {"__init__", "describe", "__str__", "to_dict", "__eq__", "__hash__"}, cls.__name__
+        assert cls.template, cls.__name__
 
 
 def test_wrong_fields_are_a_programming_error():
     with pytest.raises(TypeError):
         errors.InvalidStep(stride=1.0)
+
+
+def test_library_messages_name_parameters_and_the_command_line_adds_its_flags():
+    from gradcheck_cli.cli import in_flags
+
+    library = [
+        (error, message) for error, message in EXAMPLES if type(error).__module__.startswith("gradcheck_cli.errors")
+    ]
+    assert library and not [message for _, message in library if " --" in message or "(--" in message]
+    died = errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV")
+    assert str(died).endswith("check with jobs=1 to see the failure in this process")
+    assert in_flags(died).endswith("check with jobs=1 (--jobs 1) to see the failure in this process")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import render
+from gradcheck_cli import chapter_lines, output, render
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
@@ -419,10 +419,10 @@ def test_6_output_streams_closed_full_missing_or_unable_to_encode():
 
 def test_6_ascii_spelling_keeps_every_other_character():
     assert (
-        render.ascii_spelling("g(θ) = θ³ − 2θ: 2.10×10⁻¹¹ ✓ h₋ ─┤")
+        output.ascii_spelling("g(θ) = θ³ − 2θ: 2.10×10⁻¹¹ ✓ h₋ ─┤")
         == "g(theta) = theta^3 - 2theta: 2.10x10^-11 yes h- -|"
     )
-    assert "θ".encode("ascii", errors=render.ASCII_ERRORS) == b"theta"
+    assert "θ".encode("ascii", errors=output.ASCII_ERRORS) == b"theta"
 
 
 # ------------------------------------------------------------------ item 7
@@ -459,8 +459,8 @@ def _interrupt_after(calls: int, function):
         (["demo"], "check_lines"),
         (["nll", "--samples", "6"], "check_lines"),
         (["check", PORTABLE, "--samples", "all", "--verbose"], "coordinate_check_lines"),
-        (["scan", "--json"], "_encoded"),
-        (["check", PORTABLE, "--samples", "all", "--json"], "_encoded"),
+        (["scan", "--json"], "json"),
+        (["check", PORTABLE, "--samples", "all", "--json"], "json"),
         (["demo", "--format", "table"], "tables"),
     ],
 )
@@ -469,9 +469,11 @@ def test_8_ctrl_c_while_the_results_are_rendered_leaves_stdout_empty(monkeypatch
         from gradcheck_cli import tables
 
         monkeypatch.setattr(tables, "kink", _interrupt_after(0, tables.kink))  # after the first tables
-    else:
-        calls = 0 if target == "_encoded" else 2
-        monkeypatch.setattr(render, target, _interrupt_after(calls, getattr(render, target)))
+    elif target == "json":  # the JSON encoder's one value
+        monkeypatch.setattr(output._Encoder, "one", _interrupt_after(0, output._Encoder.one))
+    else:  # the chapter's lines call check_lines there; render calls coordinate_check_lines
+        module = chapter_lines if target == "check_lines" else render
+        monkeypatch.setattr(module, target, _interrupt_after(2, getattr(module, target)))
     result = invoke(*arguments)
     assert result.exit_code == EXIT_INTERRUPTED
     assert result.stdout == ""

@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import golden
-from gradcheck_cli import render
+from gradcheck_cli import output
 from gradcheck_cli.cli import main
 from gradcheck_cli.estimator import CentralDifference, GradientComparison
 
@@ -218,4 +218,4 @@ _JSON_VALUES = st.recursive(
 def test_the_json_writer_is_json_dumps_with_indent_2_byte_for_byte(document):
     from gradcheck_cli.records import json_ready
 
-    assert render.json_text(document) == json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"
+    assert output.json_text(document) == json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"

@@ -250,9 +250,9 @@ def test_4_taylor_takes_an_np_matrix_as_its_array(values):
     w = np.matrix(values)
     right, wrong = 3.0 * np.asarray(w) ** 2, 2.0 * np.asarray(w)  # d/dw Σw³ = 3w², not 2w
     passed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": right}))
-    assert (passed.verdict, passed.reason) == ("pass", "second order")
+    assert (passed.verdict, passed.reason) == ("passed", "second order")
     failed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": np.matrix(wrong)}))
-    assert (failed.verdict, failed.reason) == ("fail", "first order")
+    assert (failed.verdict, failed.reason) == ("failed", "first order")
     assert type(w) is np.matrix and np.array_equal(w, np.matrix(values))
     assert check_gradients(_cubes, {"w": w}, {"w": np.matrix(right)}).passed  # as check always had it
 

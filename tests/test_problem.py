@@ -14,15 +14,15 @@ from gradcheck_cli import GradientProblem, check_problem
 from gradcheck_cli import problem as problem_module
 from gradcheck_cli.errors import (
     GradCheckError,
+    InvalidArgument,
     InvalidProblemReference,
     NotAProblem,
-    NotCallable,
     ProblemFileNotFound,
     ProblemFunctionNotFound,
     ProblemFunctionRaised,
     ProblemImportFailed,
     ProblemModuleNotFound,
-    SharedParameterMemory,
+    SharedMemory,
 )
 from gradcheck_cli.problem import as_problem, load_problem, reject_shared_memory
 
@@ -184,7 +184,7 @@ def test_a_missing_function(problem_file):
 
 
 def test_an_attribute_that_is_not_callable(problem_file):
-    assert refused(f"{problem_file}:NOT_A_FUNCTION", NotCallable) == (
+    assert refused(f"{problem_file}:NOT_A_FUNCTION", InvalidArgument) == (
         f"{problem_file}:NOT_A_FUNCTION must be callable, got int"
     )
 
@@ -262,7 +262,7 @@ def pairwise_shared_memory(parameters, names):
 def shared_memory_outcome(parameters, names):
     try:
         reject_shared_memory(parameters, names)
-    except SharedParameterMemory as error:
+    except SharedMemory as error:
         return error.first, error.second
     return None
 

@@ -429,7 +429,7 @@ SAMPLE_CASES = [
     bad(
         "sample --shape 2,3 --max-samples=-1",
         "requested samples must be a positive whole number, got -1",
-        "InvalidSamples",
+        "InvalidArgument",
     ),
     bad(
         "sample --shape 2,3 --max-samples x",
@@ -441,7 +441,7 @@ SAMPLE_CASES = [
 
 NLL_CASES = [
     bad("nll --samples 0", "sampled tensor gradient check needs at least one sample", "ZeroSamples"),
-    bad("nll --samples=-1", "requested samples must be a positive whole number, got -1", "InvalidSamples"),
+    bad("nll --samples=-1", "requested samples must be a positive whole number, got -1", "InvalidArgument"),
     bad("nll --step nan", f"requested step NaN {POSITIVE_STEP}", STEP),
     bad(
         "nll --step 1e-30",
@@ -518,7 +518,7 @@ PROBLEM_FUNCTIONS = [
     ("returns_pair", ("got a tuple of length 2",), "NotAProblem", "NotAProblem"),
     ("returns_dict", ("got a value of type dict",), "NotAProblem", "NotAProblem"),
     ("returns_uncallable_objective", ("an objective of type float",), "NotAProblem", "NotAProblem"),
-    ("NOT_A_FUNCTION", ("problems.py:NOT_A_FUNCTION must be callable, got int",), "NotCallable", "NotCallable"),
+    ("NOT_A_FUNCTION", ("problems.py:NOT_A_FUNCTION must be callable, got int",), "InvalidArgument", "InvalidArgument"),
     ("nan_parameters", ("NaN",), "NonFinitePoint", "NonFinitePoint"),
     (
         "inf_gradient",
@@ -614,9 +614,9 @@ CHECK_CASES = (
         bad(f"check {GOOD} {options}", phrases, kinds)
         for options, phrases, kinds in [
             ("--samples 0", "sample", (CLICK, "ZeroSamples")),
-            ("--samples=-3", ("sample", "-3"), (CLICK, "InvalidSamples")),
-            ("--samples some", ("sample", "some"), (CLICK, "InvalidSamples")),
-            ("--samples 1.5", ("sample", "1.5"), (CLICK, "InvalidSamples")),
+            ("--samples=-3", ("sample", "-3"), (CLICK, "InvalidArgument")),
+            ("--samples some", ("sample", "some"), (CLICK, "InvalidArgument")),
+            ("--samples 1.5", ("sample", "1.5"), (CLICK, "InvalidArgument")),
             ("--step 0", f"requested step 0.0 {POSITIVE_STEP}", STEP),
             ("--step nan", f"requested step NaN {POSITIVE_STEP}", STEP),
             ("--step=-1e-3", f"requested step -0.001 {POSITIVE_STEP}", STEP),
@@ -972,7 +972,7 @@ def test_a_huge_parameter_makes_the_taylor_test_warn_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         result = taylor_test(GradientProblem(smooth, {"w": w}, cosines({"w": w})))
-    assert result.verdict in ("pass", "fail", "inconclusive")
+    assert result.verdict in ("passed", "failed", "inconclusive")
     assert w.tobytes() == before
 
 

@@ -27,7 +27,7 @@ from gradcheck_cli.errors import (
     NonFiniteEvaluation,
     NonScalarEvaluation,
     ReadOnlyArray,
-    SharedParameterMemory,
+    SharedMemory,
     UnknownParameter,
     UnsupportedDtype,
     ZeroDirection,
@@ -68,7 +68,7 @@ def closed_form_problem(dtype=np.float64, wrong=None):
 
 def test_right_gradient_is_second_order_and_passes():
     result = taylor_test(closed_form_problem())
-    assert result.verdict == "pass" and result.passed
+    assert result.verdict == "passed" and result.passed
     assert result.reason == "second order"
     assert result.order == pytest.approx(2.0, abs=0.05)
     assert result.fit_points == 5
@@ -78,7 +78,7 @@ def test_right_gradient_is_second_order_and_passes():
 @pytest.mark.parametrize("wrong", [("x", (1,), 0.1), ("w", (0, 2), -0.05), ("w", (2, 2), 1e-4)])
 def test_one_wrong_entry_is_first_order_and_fails(wrong):
     result = taylor_test(closed_form_problem(wrong=wrong))
-    assert result.verdict == "fail" and not result.passed
+    assert result.verdict == "failed" and not result.passed
     assert result.reason == "first order"
     assert result.order == pytest.approx(1.0, abs=0.05)
 
@@ -88,12 +88,12 @@ def test_float32_parameters_are_probed_in_float32():
     assert result.dtypes == ("float32", "float32")
     # The objective computes in float32 and returns np.float32: ε₃₂ sets the floor.
     assert result.epsilon == 2.0**-23
-    assert result.verdict == "pass", result.order
+    assert result.verdict == "passed", result.order
     evaluated = [point for point in result.points if point.state == "ok"]
     # The actual stored displacement, not h·d: below ~1e-4 float32 quantizes it.
     assert any(point.displacement_norm != pytest.approx(point.step, rel=1e-9) for point in evaluated)
     wrong = taylor_test(closed_form_problem(np.float32, wrong=("x", (0,), 0.5)))
-    assert wrong.verdict == "fail"
+    assert wrong.verdict == "failed"
 
 
 def test_linear_objective_is_at_rounding_level_and_passes():
@@ -106,13 +106,13 @@ def test_linear_objective_is_at_rounding_level_and_passes():
     result = taylor_test(problem)
     assert not any(point.usable for point in result.points)
     assert math.isnan(result.order)
-    assert result.verdict == "pass" and result.reason == "rounding level"
+    assert result.verdict == "passed" and result.reason == "rounding level"
     assert result.detection_limit < 1e-12
 
     wrong = coefficients.copy()
     wrong[2] += 1e-6
     failing = taylor_test(GradientProblem(problem.objective, {"x": x}, {"x": wrong}))
-    assert failing.verdict == "fail" and failing.order == pytest.approx(1.0, abs=0.05)
+    assert failing.verdict == "failed" and failing.order == pytest.approx(1.0, abs=0.05)
 
 
 def test_rounding_level_without_large_steps_is_inconclusive():
@@ -131,9 +131,9 @@ def test_chapter_nll_gradient_passes():
         {"logits": logits},
         {"logits": hand_derived_nll_gradient(logits, targets)},
     )
-    assert taylor_test(problem).verdict == "pass"
+    assert taylor_test(problem).verdict == "passed"
     wrong = hand_derived_nll_gradient(logits, targets) * 2.0  # the batch mean forgotten
-    assert taylor_test(GradientProblem(problem.objective, {"logits": logits}, {"logits": wrong})).verdict == "fail"
+    assert taylor_test(GradientProblem(problem.objective, {"logits": logits}, {"logits": wrong})).verdict == "failed"
 
 
 def test_remainder_uses_the_actual_displacement():
@@ -164,7 +164,7 @@ def test_only_selected_parameters_move():
     assert result.parameters == ("x",)
     assert all(np.array_equal(w, problem.parameters["w"]) for w in seen)
     # The wrong entry of w is not tested when only x moves.
-    assert result.verdict == "pass"
+    assert result.verdict == "passed"
 
 
 def test_splitmix64_reference_value():
@@ -196,7 +196,7 @@ def test_given_direction_is_normalized():
     assert result.directional_derivative == pytest.approx(problem.gradients["x"][0], rel=1e-15)
     # Only x[0] moves: its gradient is right, so this passes even with w wrong.
     wrong = closed_form_problem(wrong=("w", (1, 1), 1.0))
-    assert taylor_test(wrong, direction=direction).verdict == "pass"
+    assert taylor_test(wrong, direction=direction).verdict == "passed"
     with pytest.raises(ZeroDirection):
         taylor_test(problem, direction={"x": np.zeros(3), "w": np.zeros((3, 3))})
 
@@ -237,7 +237,7 @@ def test_parameters_are_restored_through_views_and_after_success():
     before = base.tobytes()
     problem = GradientProblem(lambda p: float(np.sum(np.sin(p["v"]))), {"v": view}, {"v": np.cos(view)})
     result = taylor_test(problem)
-    assert result.verdict == "pass"
+    assert result.verdict == "passed"
     assert base.tobytes() == before
 
 
@@ -265,7 +265,7 @@ def test_nondeterministic_objective_fails():
 
     result = taylor_test(GradientProblem(drifting, problem.parameters, problem.gradients))
     assert not result.deterministic
-    assert result.verdict == "fail" and result.reason == "nondeterministic objective"
+    assert result.verdict == "failed" and result.reason == "nondeterministic objective"
 
 
 def test_non_finite_values_at_large_steps_are_recorded():
@@ -281,7 +281,7 @@ def test_non_finite_values_at_large_steps_are_recorded():
     result = taylor_test(GradientProblem(bounded, problem.parameters, problem.gradients))
     states = [point.state for point in result.points]
     assert "non-finite value" in states[:3]
-    assert result.verdict == "pass"
+    assert result.verdict == "passed"
     json.dumps(result.to_dict(), allow_nan=False)
 
 
@@ -334,7 +334,7 @@ def test_tuple_problem_and_json():
     result = taylor_test((problem.objective, problem.parameters, problem.gradients))
     document = result.to_dict()
     assert json.loads(json.dumps(document, allow_nan=False)) == document
-    assert document["verdict"] == "pass"
+    assert document["verdict"] == "passed"
     assert document["pass_order"] == PASS_ORDER and document["fail_order"] == FAIL_ORDER
     assert sum(point["in_fit"] for point in document["points"]) == document["fit_points"]
 
@@ -370,7 +370,7 @@ def test_examples_right_pass_and_wrong_fail(path, function, monkeypatch):
     except ImportError as error:  # an optional dependency such as torch
         pytest.skip(f"{path.name} needs {error.name}")
     result = taylor_test(getattr(module, function)())
-    expected = "pass" if function == "problem" else "fail"
+    expected = "passed" if function == "problem" else "failed"
     assert result.verdict == expected, (result.order, result.reason)
 
 
@@ -393,7 +393,7 @@ def test_kink_along_the_direction_fails():
     x = np.array([0.0, 0.4, -1.2])
     problem = GradientProblem(lambda p: float(np.sum(np.abs(p["x"]))), {"x": x}, {"x": np.sign(x)})
     result = taylor_test(problem)
-    assert result.verdict == "fail" and result.order == pytest.approx(1.0, abs=0.05)
+    assert result.verdict == "failed" and result.order == pytest.approx(1.0, abs=0.05)
 
 
 def test_a_correct_float32_gradient_never_fails_at_any_seed():
@@ -401,8 +401,8 @@ def test_a_correct_float32_gradient_never_fails_at_any_seed():
     # "fail (first order)" (order 1.036) for a correct gradient; the notch point is now dropped.
     portable = _load_portable()
     verdicts = {taylor_test(portable.float32_problem(), seed=seed).verdict for seed in range(60)}
-    assert "fail" not in verdicts
-    assert {taylor_test(portable.float32_wrong_problem(), seed=seed).verdict for seed in range(0, 60, 7)} == {"fail"}
+    assert "failed" not in verdicts
+    assert {taylor_test(portable.float32_wrong_problem(), seed=seed).verdict for seed in range(0, 60, 7)} == {"failed"}
 
 
 def _load_portable():
@@ -428,11 +428,14 @@ def test_parameters_that_share_memory_are_refused_before_any_call():
         calls.append(1)
         return float(np.sum(parameters["a"] ** 2) + np.sum(parameters["b"] ** 2))
 
-    with pytest.raises(SharedParameterMemory) as caught:
+    with pytest.raises(SharedMemory) as caught:
         taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}))
-    assert str(caught.value) == "parameters 'a' and 'b' share memory; perturbing one coordinate would perturb both"
+    assert (
+        str(caught.value)
+        == "parameters 'a' and 'b' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one"
+    )
     # Moving only one of them would move the other too.
-    with pytest.raises(SharedParameterMemory):
+    with pytest.raises(SharedMemory):
         taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}), names=["a"])
     assert calls == []
     # Disjoint views of one buffer are independent parameters.
@@ -480,12 +483,12 @@ def _evaluations(result):
 @pytest.mark.parametrize("wrong", [f"p{k}" for k in range(8)])
 def test_one_wrong_parameter_among_eight_is_named_by_bisection(wrong):
     result = taylor_test(many_parameter_problem(8, wrong=[wrong]))
-    assert result.verdict == "fail" and result.failing_parameters == (wrong,)
+    assert result.verdict == "failed" and result.failing_parameters == (wrong,)
     # Bisection over 8 = 2³: one test per halving when the first half passes, two when it fails,
     # and the last single parameter always tested by itself: between 3 + 1 and 2·3 tests.
     assert 4 <= len(result.localization) <= 6
     assert result.localization_evaluations == sum(test.evaluations for test in result.localization)
-    assert [test.verdict for test in result.localization if test.parameters == (wrong,)] == ["fail"]
+    assert [test.verdict for test in result.localization if test.parameters == (wrong,)] == ["failed"]
 
 
 @pytest.mark.parametrize("wrong", [("p1", "p6"), ("p2", "p3"), ("p0", "p7")])
@@ -611,9 +614,9 @@ def test_the_command_line_names_the_failing_parameters():
     text = runner.invoke(main, ["taylor", f"{portable}:wrong_problem"], catch_exceptions=False)
     assert text.exit_code == 1
     assert text.stdout.splitlines()[-3:] == [
-        'taylor localization 1: parameters=["W1", "b1"] order=1.997031614813 verdict=pass (second order) evaluations=42',
-        'taylor localization 2: parameters=["W2"] order=1.000029542846 verdict=fail (first order) evaluations=42',
-        'taylor verdict: fail (first order) pass=false failing_parameters=["W2"] localization_evaluations=84',
+        'taylor localization 1: parameters=["W1", "b1"] order=1.997031614813 verdict=passed (second order) evaluations=42',
+        'taylor localization 2: parameters=["W2"] order=1.000029542846 verdict=failed (first order) evaluations=42',
+        'taylor verdict: failed (first order) pass=false failing_parameters=["W2"] localization_evaluations=84',
     ]
     document = json.loads(runner.invoke(main, ["taylor", f"{portable}:wrong_problem", "--json"]).stdout)["taylor"]
     assert document["failing_parameters"] == ["W2"] and document["localization_evaluations"] == 84

@@ -12,12 +12,11 @@ from gradcheck_cli import (
     AtCoordinate,
     EmptyTensor,
     GradientShapeMismatch,
-    InvalidSamples,
+    InvalidArgument,
     InvalidStep,
     InvalidTolerance,
     NonFiniteAnalyticGradient,
     NonFiniteEvaluation,
-    NotAnArray,
     PerturbationUnchanged,
     ReadOnlyArray,
     ShapeOverflow,
@@ -220,7 +219,7 @@ def test_array_problems_are_typed():
     with pytest.raises(UnsupportedDtype) as caught:
         sampled_tensor_gradient_check(np.zeros(3), np.zeros(3, dtype=complex), 1e-5, 1e-6, 1, sum_of_squares)
     assert caught.value.role == "analytic"
-    with pytest.raises(NotAnArray) as caught:
+    with pytest.raises(InvalidArgument) as caught:
         sampled_tensor_gradient_check([0.0, 1.0], np.zeros(2), 1e-5, 1e-6, 1, sum_of_squares)
     assert str(caught.value) == "parameters must be a numpy array, got list"
 
@@ -329,10 +328,10 @@ def test_a_numpy_sample_count_is_used_as_a_python_int():
     "samples, error_type, message",
     [
         (0, ZeroSamples, "sampled tensor gradient check needs at least one sample"),
-        (-2, InvalidSamples, "requested samples must be a positive whole number, got -2"),
-        (True, InvalidSamples, "requested samples must be a positive whole number, got True"),
-        (2.0, InvalidSamples, "requested samples must be a positive whole number, got 2.0"),
-        ("all", InvalidSamples, "requested samples must be a positive whole number, got 'all'"),
+        (-2, InvalidArgument, "requested samples must be a positive whole number, got -2"),
+        (True, InvalidArgument, "requested samples must be a positive whole number, got True"),
+        (2.0, InvalidArgument, "requested samples must be a positive whole number, got 2.0"),
+        ("all", InvalidArgument, "requested samples must be a positive whole number, got 'all'"),
     ],
 )
 def test_a_bad_sample_count_is_typed(samples, error_type, message):

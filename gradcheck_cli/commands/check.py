@@ -5,9 +5,9 @@ import contextlib
 import click
 
 from .. import defaults, render, tables
+from ..blame import exception_line
 from ..cli import Report, output_options, run
 from ..cli_errors import CommandLineError, ExecutorUnavailable
-from ..errors import exception_line
 from ..estimator import validate_step, validate_tolerance
 from .options import (
     PARAM_OPTION,

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import click
 
+from ..blame import exception_line, raised_in_users_code, raised_in_worker, user_location, user_traceback
 from ..cli_errors import InputFileError, ObjectiveRaised, ObjectiveReturned, OutOfMemory, UserCodeRaised
 from ..errors import (
     AtCoordinate,
@@ -26,11 +27,6 @@ from ..errors import (
     PlottingUnavailable,
     ProblemFunctionRaised,
     ProblemImportFailed,
-    exception_line,
-    raised_in_users_code,
-    raised_in_worker,
-    user_location,
-    user_traceback,
 )
 
 __all__ = [

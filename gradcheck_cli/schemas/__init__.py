@@ -9,10 +9,7 @@ prints and what the test suite validates against. Every object lists all its fie
 and sets ``additionalProperties: false``, so a renamed or an added field fails validation.
 """
 
-import copy
 import functools
-import json
-from importlib import resources
 
 __all__ = ["NAMES", "DRAFT", "raw", "schema", "summary", "definitions", "type_text"]
 
@@ -40,6 +37,10 @@ NAMES = (
 
 @functools.cache
 def _text(file: str) -> str:
+    from importlib import (
+        resources,
+    )  # json and importlib.resources: loaded by a command that reads a schema, not by --help
+
     return resources.files(__package__).joinpath(f"{file}.json").read_text(encoding="utf-8")
 
 
@@ -47,6 +48,8 @@ def raw(file: str) -> dict:
     """The schema file ``file`` (a name of :data:`NAMES`, or ``defs``) as stored, references unresolved."""
     if file not in (*NAMES, "defs"):
         raise KeyError(file)
+    import json
+
     return json.loads(_text(file))
 
 
@@ -56,6 +59,8 @@ def schema(name: str) -> dict:
     A reference ``other.json#/$defs/x`` becomes ``#/$defs/x``, and ``other.json`` (another document
     whole) ``#/$defs/other``. Definition names are unique across the files.
     """
+    import copy
+
     root = raw(name)
     bundled = {}
     pending = []
@@ -115,6 +120,8 @@ def type_text(node: dict, here: str = "") -> str:
 
     ``here`` is the name of the document whose root ``#`` refers to.
     """
+    import json
+
     if "$ref" in node:
         target = node["$ref"].rsplit("/", 1)[-1]
         target = here if target == "#" else target.removesuffix(".json")
