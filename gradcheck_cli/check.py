@@ -20,9 +20,10 @@ import numpy as np
 
 from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
+from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
-from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
+from .directional import Direction, DirectionalCheck, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     ArrayMadeReadOnly,
@@ -390,8 +391,8 @@ class _Probed:
     minus_values: np.ndarray
     plus_values: np.ndarray
     slopes: SlopeColumns
-    original: np.ndarray | None = None
-    displacement: np.ndarray | None = None
+    original: np.ndarray | None = None  # θ's snapshot, what the direction's probes restore from
+    displacement: Direction | None = None
     direction: object = None
 
 
@@ -566,10 +567,9 @@ def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None
         slopes = slope_columns(columns, minus_values, center, plus_values)
         if not slopes.finite.all():
             _difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
-        original = np.asarray(planned.array, dtype=np.float64).copy()
-        displacement = _direction_displacement(planned, original)
-        direction = _probe_direction(planned, original, displacement, 1.0, counted)
-        probed.append(_Probed(planned, minus_values, plus_values, slopes, original, displacement, direction))
+        saved, displacement = counted.snapshots[planned.name], _direction_displacement(planned)
+        direction = _probe_direction(planned, saved, displacement, 1.0, counted)
+        probed.append(_Probed(planned, minus_values, plus_values, slopes, saved, displacement, direction))
     counted.center()
     return probed
 
@@ -610,26 +610,23 @@ def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) 
     return minus, plus
 
 
-def _probe_direction(planned: _PlannedParameter, original, displacement, multiplier: float, counted: _Objective):
+def _probe_direction(planned: _PlannedParameter, saved, displacement, multiplier: float, counted: _Objective):
     """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate.
 
-    The array must still be θ (it is restored from ``original``, which would undo a change the
-    objective made unseen)."""
+    The array must still be θ (it is restored from ``saved``, its snapshot, which would undo a
+    change the objective made unseen)."""
     counted.unchanged(planned.name)
     try:
         return probe_direction(
-            planned.array, original, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0
+            planned.array, saved, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0
         )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 
 
-def _direction_displacement(planned: _PlannedParameter, original: np.ndarray) -> np.ndarray:
+def _direction_displacement(planned: _PlannedParameter) -> Direction:
     """h_i·s_i/√N: each coordinate's step along the ±1 direction, scaled so that ‖Δ‖ is about one step."""
-    steps = planned.dtype.default_step(original) if planned.step is None else np.full(original.shape, planned.step)
-    steps = steps * direction_signs(original.size).reshape(original.shape)
-    steps /= math.sqrt(original.size)
-    return steps
+    return Direction(step=planned.step, step_factor=planned.dtype.step_factor, elements=int(planned.array.size))
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
@@ -797,20 +794,37 @@ def _direction_scale(item: _Probed) -> float:
     """‖ĝ∘Δ‖₂ of the direction Δ, with ĝ the larger one-sided slope's magnitude at the checked
     coordinates (at least |numerical|; at a corner, the corner's slope) and |a| capped at their
     largest elsewhere: what the estimates resolve, so that a gradient scaled up by a bug does not
-    raise its own bar (0 without a direction)."""
+    raise its own bar (0 without a direction). Two passes a block at a time: the largest product,
+    then the sum of the squares scaled by it (numpy's pairwise sum of the whole array, bit for bit)."""
     if item.direction is None:
         return 0.0
     columns = item.planned.columns
     with np.errstate(all="ignore"):
         resolved = np.maximum(np.abs(item.slopes.left), np.abs(item.slopes.right))
-        analytic = np.abs(np.asarray(item.planned.gradient, dtype=np.float64)).reshape(-1)
-        magnitude = np.fmin(analytic, float(np.max(resolved, initial=0.0)))
-        magnitude[columns.offsets] = resolved
-        products = np.multiply(magnitude, np.abs(item.displacement.reshape(-1)), out=magnitude)
-        largest = float(np.max(products))
+        cap = float(np.max(resolved, initial=0.0))
+        order = np.argsort(columns.offsets, kind="stable")
+        offsets, resolved = columns.offsets[order], resolved[order]
+        count = int(item.planned.array.size)
+        bounds = block_bounds(count)
+        source, gradient = FlatBlocks(item.original), FlatBlocks(item.planned.gradient)
+        buffer, steps, exact = (np.empty(min(BLOCK, count)) for _ in range(3))
+
+        def products(start: int, stop: int) -> np.ndarray:
+            magnitude = np.abs(gradient.float64(start, stop, buffer), out=buffer[: stop - start])
+            np.fmin(magnitude, cap, out=magnitude)
+            low, high = np.searchsorted(offsets, (start, stop))
+            magnitude[offsets[low:high] - start] = resolved[low:high]
+            shifts = item.displacement.magnitudes(source.float64(start, stop, exact), steps[: stop - start])
+            return np.multiply(magnitude, shifts, out=magnitude)
+
+        largest = float(np.max([np.max(products(start, stop)) for start, stop in bounds]))
         if not largest > 0.0 or not math.isfinite(largest):
             return largest if largest > 0.0 else 0.0
-        return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+        squares = []
+        for start, stop in bounds:
+            scaled = np.divide(products(start, stop), largest, out=buffer[: stop - start])
+            squares.append(float(np.sum(np.square(scaled, out=scaled))))
+        return largest * math.sqrt(tree_sum(squares, count))
 
 
 def _judge_parameter(
@@ -850,7 +864,7 @@ def _judge_parameter(
         checks.failed(),
         checks.passing_index_columns(),
         directional,
-        np.asarray(planned.gradient, dtype=np.float64),
+        np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
         _directional_gap(item, directional, planned.tolerance),
         checks.verdict_count(INCONCLUSIVE),
     )
@@ -885,7 +899,7 @@ def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: fl
         return None
     estimate = directional.estimates[directional.decided_at]
     return DirectionalGap(
-        shifts=item.displacement.reshape(-1),
+        shifts=item.displacement.shifts(item.original),
         gap=estimate.analytic - estimate.numerical,
         limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
     )
