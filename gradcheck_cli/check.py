@@ -20,10 +20,9 @@ import numpy as np
 
 from . import parallel
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
-from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
-from .directional import Direction, DirectionalCheck, directional_estimate, probe_direction
+from .directional import Direction, DirectionScale, DirectionalCheck, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     ArrayMadeReadOnly,
@@ -394,6 +393,7 @@ class _Probed:
     original: np.ndarray | None = None  # θ's snapshot, what the direction's probes restore from
     displacement: Direction | None = None
     direction: object = None
+    direction_scale: float = 0.0  # ‖ĝ∘Δ‖₂, taken in the direction's first probes (_direction_scale)
 
 
 class _Objective:
@@ -404,6 +404,7 @@ class _Objective:
         self.checked = checked
         self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
         self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
+        self.compared_at = None  # the call count when every array was last compared with its snapshot
 
     def __call__(self, _parameters=None):
         self.calls += 1
@@ -425,15 +426,20 @@ class _Objective:
     def unchanged(self, name: str | None = None) -> None:
         """Every checked array (or the one named) is still the one given, writable and bit-identical
         to the original: else it is restored and the objective's change is a typed error."""
-        checked = self.checked.items() if name is None else [(name, self.checked[name])]
+        every = name is None
+        checked = self.checked.items() if every else [(name, self.checked[name])]
         for name, array in checked:
             if not array.flags.writeable:
                 raise ArrayMadeReadOnly(role="parameters")
             if self.parameters.get(name) is not self.entries[name]:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
+            if every and self.compared_at == self.calls:
+                continue  # no call since every bit was compared: nothing but gradcheck's restored writes
             if not same_array_bits(array, self.snapshots[name]):
                 write_back(array, Ellipsis, self.snapshots[name])
                 raise ParameterChanged(parameter=name, change="modified in place")
+        if every:
+            self.compared_at = self.calls
 
 
 def check_gradients(
@@ -567,9 +573,15 @@ def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None
         slopes = slope_columns(columns, minus_values, center, plus_values)
         if not slopes.finite.all():
             _difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
-        saved, displacement = counted.snapshots[planned.name], _direction_displacement(planned)
-        direction = _probe_direction(planned, saved, displacement, 1.0, counted)
-        probed.append(_Probed(planned, minus_values, plus_values, slopes, saved, displacement, direction))
+        saved, displacement, scale = (
+            counted.snapshots[planned.name],
+            _direction_displacement(planned),
+            _scale(columns.offsets, slopes),
+        )
+        direction = _probe_direction(planned, saved, displacement, 1.0, counted, scale)
+        item = _Probed(planned, minus_values, plus_values, slopes, saved, displacement, direction)
+        item.direction_scale = scale.value(int(planned.array.size)) if direction is not None else 0.0
+        probed.append(item)
     counted.center()
     return probed
 
@@ -610,7 +622,9 @@ def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) 
     return minus, plus
 
 
-def _probe_direction(planned: _PlannedParameter, saved, displacement, multiplier: float, counted: _Objective):
+def _probe_direction(
+    planned: _PlannedParameter, saved, displacement, multiplier: float, counted: _Objective, scale=None
+):
     """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate.
 
     The array must still be θ (it is restored from ``saved``, its snapshot, which would undo a
@@ -618,7 +632,14 @@ def _probe_direction(planned: _PlannedParameter, saved, displacement, multiplier
     counted.unchanged(planned.name)
     try:
         return probe_direction(
-            planned.array, saved, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0
+            planned.array,
+            saved,
+            planned.gradient,
+            displacement,
+            multiplier,
+            counted,
+            required=multiplier == 1.0,
+            scale=scale,
         )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
@@ -790,41 +811,19 @@ def _kink_tolerances(planned: _PlannedParameter, steps, theta):
     return _step_kink_tolerances(steps, theta, planned.dtype)
 
 
-def _direction_scale(item: _Probed) -> float:
-    """‖ĝ∘Δ‖₂ of the direction Δ, with ĝ the larger one-sided slope's magnitude at the checked
-    coordinates (at least |numerical|; at a corner, the corner's slope) and |a| capped at their
-    largest elsewhere: what the estimates resolve, so that a gradient scaled up by a bug does not
-    raise its own bar (0 without a direction). Two passes a block at a time: the largest product,
-    then the sum of the squares scaled by it (numpy's pairwise sum of the whole array, bit for bit)."""
-    if item.direction is None:
-        return 0.0
-    columns = item.planned.columns
+def _scale(offsets: np.ndarray, slopes: SlopeColumns) -> DirectionScale:
+    """The direction scale's weights: |a| capped at the checked coordinates' largest one-sided slope
+    magnitude (at least |numerical|; at a corner, the corner's slope), those magnitudes there."""
     with np.errstate(all="ignore"):
-        resolved = np.maximum(np.abs(item.slopes.left), np.abs(item.slopes.right))
-        cap = float(np.max(resolved, initial=0.0))
-        order = np.argsort(columns.offsets, kind="stable")
-        offsets, resolved = columns.offsets[order], resolved[order]
-        count = int(item.planned.array.size)
-        bounds = block_bounds(count)
-        source, gradient = FlatBlocks(item.original), FlatBlocks(item.planned.gradient)
-        buffer, steps, exact = (np.empty(min(BLOCK, count)) for _ in range(3))
+        resolved = np.maximum(np.abs(slopes.left), np.abs(slopes.right))
+    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)))
 
-        def products(start: int, stop: int) -> np.ndarray:
-            magnitude = np.abs(gradient.float64(start, stop, buffer), out=buffer[: stop - start])
-            np.fmin(magnitude, cap, out=magnitude)
-            low, high = np.searchsorted(offsets, (start, stop))
-            magnitude[offsets[low:high] - start] = resolved[low:high]
-            shifts = item.displacement.magnitudes(source.float64(start, stop, exact), steps[: stop - start])
-            return np.multiply(magnitude, shifts, out=magnitude)
 
-        largest = float(np.max([np.max(products(start, stop)) for start, stop in bounds]))
-        if not largest > 0.0 or not math.isfinite(largest):
-            return largest if largest > 0.0 else 0.0
-        squares = []
-        for start, stop in bounds:
-            scaled = np.divide(products(start, stop), largest, out=buffer[: stop - start])
-            squares.append(float(np.sum(np.square(scaled, out=scaled))))
-        return largest * math.sqrt(tree_sum(squares, count))
+def _direction_scale(item: _Probed) -> float:
+    """‖ĝ∘Δ‖₂ of the direction Δ (:class:`~gradcheck_cli.directional.DirectionScale`): what the
+    estimates resolve, so that a gradient scaled up by a bug does not raise its own bar (0
+    without a direction)."""
+    return 0.0 if item.direction is None else item.direction_scale
 
 
 def _judge_parameter(

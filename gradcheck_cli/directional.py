@@ -22,7 +22,15 @@ from .splitmix import splitmix64_array
 from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
-__all__ = ["DIRECTION_SEED", "Direction", "DirectionalCheck", "direction_signs", "DirectionalProbe", "probe_direction"]
+__all__ = [
+    "DIRECTION_SEED",
+    "Direction",
+    "DirectionScale",
+    "DirectionalCheck",
+    "direction_signs",
+    "DirectionalProbe",
+    "probe_direction",
+]
 
 #: The seed of every direction: sign_i is the top bit of splitmix64(DIRECTION_SEED + i).
 DIRECTION_SEED = 0x5EED_13
@@ -58,18 +66,18 @@ def direction_signs(count: int, seed: int = DIRECTION_SEED) -> np.ndarray:
     return np.where(z >> np.uint64(63) == 0, 1.0, -1.0)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def negative_signs(count: int) -> np.ndarray:
     """The elements whose sign in :func:`direction_signs` is −1, one bit each (``np.packbits``):
-    N/8 bytes, computed once per size (splitmix64 is most of a check's fixed cost) and kept."""
+    N/8 bytes, computed once per size in blocks and kept for the next check of that size."""
     packed = np.empty((count + 7) // 8, dtype=np.uint8)
-    chunk = 1 << 16  # a multiple of 8: each chunk packs into whole bytes
-    with np.errstate(over="ignore"):
-        for start in range(0, count, chunk):
-            stop = min(count, start + chunk)
-            states = np.arange(start, stop, dtype=np.uint64) + np.uint64(DIRECTION_SEED)
-            top = (splitmix64_array(states) >> np.uint64(63)).astype(np.uint8)
-            packed[start // 8 : (stop + 7) // 8] = np.packbits(top)
+    offsets = np.arange(min(BLOCK, count), dtype=np.uint64)
+    states = np.empty_like(offsets)
+    for start in range(0, count, BLOCK):  # BLOCK is a multiple of 8: each block packs into whole bytes
+        block = states[: min(BLOCK, count - start)]
+        np.add(offsets[: len(block)], np.uint64(start + DIRECTION_SEED), out=block)
+        top = np.right_shift(splitmix64_array(block, out=block), np.uint64(63), out=block)
+        packed[start // 8 : (start + len(block) + 7) // 8] = np.packbits(top.astype(np.uint8))
     packed.flags.writeable = False
     return packed
 
@@ -129,6 +137,43 @@ class Direction:
         return self.displacement(exact, 0, np.empty(exact.shape), np.empty(exact.shape, dtype=np.uint64))
 
 
+class DirectionScale:
+    """‖ĝ∘Δ‖₂ of the direction Δ, taken during the first probes' passes (docs/method.md, "The
+    directional test").
+
+    ĝ is |a| capped at ``cap`` (the largest one-sided slope at the checked coordinates), with
+    those slopes' magnitudes ``resolved`` at their flat ``offsets``: what the estimates resolve.
+    The largest product ĝ_i·|Δ_i| is taken in the plus probe's pass, the sum of the squares
+    scaled by it in the minus probe's (numpy's pairwise sum of the whole array, bit for bit).
+    """
+
+    __slots__ = ("offsets", "resolved", "cap", "maxima", "squares")
+
+    def __init__(self, offsets: np.ndarray, resolved: np.ndarray, cap: float):
+        order = np.argsort(offsets, kind="stable")
+        self.offsets, self.resolved, self.cap = offsets[order], resolved[order], cap
+        self.maxima, self.squares = [], []
+
+    def products(self, gradient: FlatBlocks, start: int, stop: int, magnitudes, out: np.ndarray) -> np.ndarray:
+        """ĝ_i·|Δ_i| of elements start:stop, given their |Δ_i| (into ``out``)."""
+        weight = np.abs(gradient.float64(start, stop, out), out=out[: stop - start])
+        np.fmin(weight, self.cap, out=weight)
+        low, high = np.searchsorted(self.offsets, (start, stop))
+        weight[self.offsets[low:high] - start] = self.resolved[low:high]
+        return np.multiply(weight, magnitudes, out=weight)
+
+    def largest(self) -> float:
+        """The largest product, once the plus probe's pass is over."""
+        return float(np.max(self.maxima)) if self.maxima else 0.0
+
+    def value(self, count: int) -> float:
+        """‖ĝ∘Δ‖₂, once the minus probe's pass is over (inf or 0 as the largest product is)."""
+        largest = self.largest()
+        if not largest > 0.0 or not math.isfinite(largest):
+            return largest if largest > 0.0 else 0.0
+        return largest * math.sqrt(tree_sum(self.squares, count))
+
+
 def probe_direction(
     array: np.ndarray,
     saved: np.ndarray,
@@ -137,19 +182,21 @@ def probe_direction(
     multiplier: float,
     evaluate: Callable[[], float],
     required: bool = False,
+    scale: DirectionScale | None = None,
 ) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·Δ; None when those probes are unusable.
 
     ``saved`` is a copy of ``array`` (same dtype and values, any layout), from which ``array``
     is restored after each call, on every path. Unusable: a probe overflows the dtype, no element
     moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
-    like a coordinate's own); a value that is not one real number is NonScalarEvaluation. Every
+    like a coordinate's own); a value that is not one real number is NonScalarEvaluation. With
+    ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. Every
     pass goes a block at a time (:mod:`gradcheck_cli.blocks`): beside the arrays, a few blocks.
     """
     count = array.size
     bounds = block_bounds(count)
     try:
-        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds)
+        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale)
         if sums is None:
             write_back(array, Ellipsis, saved)
             return None
@@ -162,7 +209,7 @@ def probe_direction(
         raise ArrayMadeReadOnly(role="parameters")
     try:
         plus_value = evaluated_value("plus", plus_value)
-        _write_minus(array, saved, direction, multiplier, bounds)
+        _write_minus(array, saved, analytic, direction, multiplier, bounds, scale)
         minus_value = evaluate()
     except NonFiniteEvaluation:
         write_back(array, Ellipsis, saved)
@@ -194,11 +241,12 @@ def probe_direction(
 class _Buffers:
     """The float64 (and dtype) temporaries of one pass, a block each, made once per pass."""
 
-    __slots__ = ("exact", "step", "bits", "plus", "minus", "plus_own", "minus_own")
+    __slots__ = ("exact", "step", "bits", "plus", "minus", "plus_own", "minus_own", "magnitudes", "weights")
 
     def __init__(self, count: int, dtype):
         size = min(BLOCK, count)
         self.exact, self.step, self.plus, self.minus = (np.empty(size) for _ in range(4))
+        self.magnitudes, self.weights = np.empty(size), np.empty(size)
         self.bits = np.empty(size, dtype=np.uint64)
         own = dtype != np.float64
         self.plus_own, self.minus_own = (np.empty(size, dtype=dtype) if own else None for _ in range(2))
@@ -219,7 +267,7 @@ def _probes(exact, direction: Direction, multiplier: float, start: int, buffers:
     return plus, minus, plus_own, minus_own
 
 
-def _written_plus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list):
+def _written_plus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
     """θ + m·Δ written into ``array`` block by block, and (Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))², moved);
     None, part written, when a probe overflows or no element moves."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
@@ -228,6 +276,9 @@ def _written_plus(array, saved, analytic, direction: Direction, multiplier: floa
     for start, stop in bounds:
         exact = source.float64(start, stop, buffers.exact)
         plus, minus, plus_own, minus_own = _probes(exact, direction, multiplier, start, buffers)
+        if scale is not None:
+            shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])
+            scale.maxima.append(np.max(scale.products(gradient, start, stop, shifts, buffers.weights)))
         target.write(start, stop, plus_own)
         if plus_own is not plus:  # the rounded probes' exact float64 values
             np.copyto(plus, plus_own)
@@ -250,13 +301,21 @@ def _written_plus(array, saved, analytic, direction: Direction, multiplier: floa
         return tree_sum(dots, array.size), tree_sum(squares, array.size), moved
 
 
-def _write_minus(array, saved, direction: Direction, multiplier: float, bounds: list) -> None:
-    """θ − m·Δ written into ``array`` block by block (over whatever the last probe left there)."""
-    target, source = FlatBlocks(array), FlatBlocks(saved)
+def _write_minus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
+    """θ − m·Δ written into ``array`` block by block (over whatever the last probe left there);
+    with ``scale``, the sum of its squared products scaled by the largest, a block at a time."""
+    target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
     buffers = _Buffers(array.size, array.dtype)
+    largest = scale.largest() if scale is not None else 0.0
+    weigh = largest > 0.0 and math.isfinite(largest)
     for start, stop in bounds:
         exact = source.float64(start, stop, buffers.exact)
         target.write(start, stop, _probes(exact, direction, multiplier, start, buffers)[3])
+        if weigh:
+            with np.errstate(all="ignore"):
+                shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])
+                scaled = np.divide(scale.products(gradient, start, stop, shifts, buffers.weights), largest, out=shifts)
+                scale.squares.append(float(np.sum(np.square(scaled, out=scaled))))
 
 
 def directional_estimate(
