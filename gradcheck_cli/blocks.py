@@ -14,8 +14,8 @@ import numpy as np
 
 __all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks"]
 
-#: Elements a block holds at most: a float64 temporary of 256 KiB.
-BLOCK = 1 << 15
+#: Elements a block holds at most: a float64 temporary of 512 KiB.
+BLOCK = 1 << 16
 
 
 def block_bounds(count: int, block: int = BLOCK) -> list:
