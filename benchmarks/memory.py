@@ -6,7 +6,10 @@ user's problem holds anyway. Each run is a fresh ``gradcheck`` process whose pea
 problem, so gradcheck's own share shows apart from the user's arrays. Nothing here asserts a
 number; the goal (the whole check's peak at most 4× the parameter) is printed beside the figure.
 
-Usage: python benchmarks/memory.py [--elements N]   (nice -n 10 on a shared machine)
+``--baseline PATH`` runs the same check with another checkout's gradcheck_cli (its directory
+first on the path, e.g. ``/work/main``) in the same run, so that before and after are side by side.
+
+Usage: python benchmarks/memory.py [--elements N] [--baseline PATH]   (nice -n 10 on a shared machine)
 """
 
 import argparse
@@ -43,10 +46,12 @@ def problem():
 ONLY_BUILD = "import sys; sys.path.insert(0, {directory!r}); import large; large.problem()"
 
 
-def peak_of(command: list) -> tuple:
-    """(peak resident set in bytes, exit status, seconds) of one fresh process running ``command``."""
+def peak_of(command: list, source=REPOSITORY) -> tuple:
+    """(peak resident set in bytes, exit status, seconds) of one fresh process running ``command``
+    with the gradcheck_cli of the checkout ``source`` (its directory first on the path)."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]))
+    process = subprocess.Popen(command, cwd=source, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode()
@@ -59,22 +64,27 @@ def peak_of(command: list) -> tuple:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=10**8)
-    elements = parser.parse_args().elements
+    parser.add_argument("--baseline", help="another checkout whose check is measured in the same run")
+    arguments = parser.parse_args()
+    elements = arguments.elements
     array = 4 * elements
     print(machine_line())
-    print(f"command: python benchmarks/memory.py --elements {elements}")
+    baseline = f" --baseline {arguments.baseline}" if arguments.baseline else ""
+    print(f"command: python benchmarks/memory.py --elements {elements}{baseline}")
+    sources = {"": REPOSITORY} if not arguments.baseline else {" (baseline)": arguments.baseline, "": REPOSITORY}
     with tempfile.TemporaryDirectory() as directory:
         (Path(directory) / "large.py").write_text(textwrap.dedent(PROBLEM.format(elements=elements)))
         built, _, _ = peak_of([sys.executable, "-c", ONLY_BUILD.format(directory=directory)])
         check = [sys.executable, "-m", "gradcheck_cli", "check", f"{directory}/large.py:problem", "--samples", "1"]
-        peak, status, seconds = peak_of(check)
+        peaks = {label: peak_of(check, source) for label, source in sources.items()}
     print(f"parameter: {elements} float32 elements, {array / 1e6:.1f} MB (its float32 gradient as much again)")
     print(f"problem built, nothing checked: peak {built / 1e6:.1f} MB = {built / array:.2f}× the parameter")
-    print(
-        f"gradcheck check --samples 1: peak {peak / 1e6:.1f} MB = {peak / array:.2f}× the parameter "
-        f"(goal ≤ 4×), gradcheck's own {(peak - built) / 1e6:.1f} MB = {(peak - built) / array:.2f}×; "
-        f"exit {status}, {seconds:.1f} s"
-    )
+    for label, (peak, status, seconds) in peaks.items():
+        print(
+            f"gradcheck check --samples 1{label}: peak {peak / 1e6:.1f} MB = {peak / array:.2f}× the parameter "
+            f"(goal ≤ 4×), gradcheck's own {(peak - built) / 1e6:.1f} MB = {(peak - built) / array:.2f}×; "
+            f"exit {status}, {seconds:.1f} s"
+        )
 
 
 if __name__ == "__main__":

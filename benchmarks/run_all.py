@@ -22,6 +22,7 @@ SCRIPTS = (
     "scale.py",
     "million.py",
     "memory.py",
+    "fixed_cost.py",
     "parameters.py",
     "jobs.py",
     "peers.py",

@@ -22,7 +22,7 @@ import numpy as np
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
-from .directional import DirectionalCheck, direction_signs, directional_estimate, probe_direction
+from .directional import Direction, DirectionScale, DirectionalCheck, directional_estimate, probe_direction
 from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
 from .errors import (
     AtParameter,
@@ -386,9 +386,10 @@ class _Probed:
     minus_values: np.ndarray
     plus_values: np.ndarray
     slopes: SlopeColumns
-    original: np.ndarray | None = None
-    displacement: np.ndarray | None = None
+    original: np.ndarray | None = None  # θ's snapshot, what the direction's probes restore from
+    displacement: Direction | None = None
     direction: object = None
+    direction_scale: float = 0.0  # ‖ĝ∘Δ‖₂, taken in the direction's first probes (_direction_scale)
 
 
 class _Objective:
@@ -399,6 +400,7 @@ class _Objective:
         self.checked = checked
         self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
         self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
+        self.compared_at = None  # the call count when every array was last compared with its snapshot
 
     def __call__(self, _parameters=None):
         self.calls += 1
@@ -420,15 +422,20 @@ class _Objective:
     def unchanged(self, name: str | None = None) -> None:
         """Every checked array (or the one named) is still the one given, writable and bit-identical
         to the original: else it is restored and the objective's change is a typed error."""
-        checked = self.checked.items() if name is None else [(name, self.checked[name])]
+        every = name is None
+        checked = self.checked.items() if every else [(name, self.checked[name])]
         for name, array in checked:
             if not array.flags.writeable:
                 raise ReadOnlyArray(role="parameters", during_check=True)
             if self.parameters.get(name) is not self.entries[name]:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
+            if every and self.compared_at == self.calls:
+                continue  # no call since every bit was compared: nothing but gradcheck's restored writes
             if not same_array_bits(array, self.snapshots[name]):
                 write_back(array, Ellipsis, self.snapshots[name])
                 raise ParameterChanged(parameter=name, change="modified in place")
+        if every:
+            self.compared_at = self.calls
 
 
 def check_gradients(
@@ -564,10 +571,15 @@ def _first_pass(plan: list, counted: _Objective, progress, total: int, pool=None
         slopes = slope_columns(columns, minus_values, center, plus_values)
         if not slopes.finite.all():
             _difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
-        original = np.asarray(planned.array, dtype=np.float64).copy()
-        displacement = _direction_displacement(planned, original)
-        direction = _probe_direction(planned, original, displacement, 1.0, counted)
-        probed.append(_Probed(planned, minus_values, plus_values, slopes, original, displacement, direction))
+        saved, displacement, scale = (
+            counted.snapshots[planned.name],
+            _direction_displacement(planned),
+            _scale(columns.offsets, slopes),
+        )
+        direction = _probe_direction(planned, saved, displacement, 1.0, counted, scale)
+        item = _Probed(planned, minus_values, plus_values, slopes, saved, displacement, direction)
+        item.direction_scale = scale.value(int(planned.array.size)) if direction is not None else 0.0
+        probed.append(item)
     counted.center()
     return probed
 
@@ -608,26 +620,32 @@ def _two_probes(array: np.ndarray, index: tuple, geometry, counted: _Objective) 
     return minus, plus
 
 
-def _probe_direction(planned: _PlannedParameter, original, displacement, multiplier: float, counted: _Objective):
+def _probe_direction(
+    planned: _PlannedParameter, saved, displacement, multiplier: float, counted: _Objective, scale=None
+):
     """The direction's probes at ``multiplier``; at 1 (the first pass) f must be finite there, as at a coordinate.
 
-    The array must still be θ (it is restored from ``original``, which would undo a change the
-    objective made unseen)."""
+    The array must still be θ (it is restored from ``saved``, its snapshot, which would undo a
+    change the objective made unseen)."""
     counted.unchanged(planned.name)
     try:
         return probe_direction(
-            planned.array, original, planned.gradient, displacement, multiplier, counted, required=multiplier == 1.0
+            planned.array,
+            saved,
+            planned.gradient,
+            displacement,
+            multiplier,
+            counted,
+            required=multiplier == 1.0,
+            scale=scale,
         )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 
 
-def _direction_displacement(planned: _PlannedParameter, original: np.ndarray) -> np.ndarray:
+def _direction_displacement(planned: _PlannedParameter) -> Direction:
     """h_i·s_i/√N: each coordinate's step along the ±1 direction, scaled so that ‖Δ‖ is about one step."""
-    steps = planned.dtype.default_step(original) if planned.step is None else np.full(original.shape, planned.step)
-    steps = steps * direction_signs(original.size).reshape(original.shape)
-    steps /= math.sqrt(original.size)
-    return steps
+    return Direction(step=planned.step, step_factor=planned.dtype.step_factor, elements=int(planned.array.size))
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: _Objective) -> list:
@@ -791,24 +809,19 @@ def _kink_tolerances(planned: _PlannedParameter, steps, theta):
     return _step_kink_tolerances(steps, theta, planned.dtype)
 
 
-def _direction_scale(item: _Probed) -> float:
-    """‖ĝ∘Δ‖₂ of the direction Δ, with ĝ the larger one-sided slope's magnitude at the checked
-    coordinates (at least |numerical|; at a corner, the corner's slope) and |a| capped at their
-    largest elsewhere: what the estimates resolve, so that a gradient scaled up by a bug does not
-    raise its own bar (0 without a direction)."""
-    if item.direction is None:
-        return 0.0
-    columns = item.planned.columns
+def _scale(offsets: np.ndarray, slopes: SlopeColumns) -> DirectionScale:
+    """The direction scale's weights: |a| capped at the checked coordinates' largest one-sided slope
+    magnitude (at least |numerical|; at a corner, the corner's slope), those magnitudes there."""
     with np.errstate(all="ignore"):
-        resolved = np.maximum(np.abs(item.slopes.left), np.abs(item.slopes.right))
-        analytic = np.abs(np.asarray(item.planned.gradient, dtype=np.float64)).reshape(-1)
-        magnitude = np.fmin(analytic, float(np.max(resolved, initial=0.0)))
-        magnitude[columns.offsets] = resolved
-        products = np.multiply(magnitude, np.abs(item.displacement.reshape(-1)), out=magnitude)
-        largest = float(np.max(products))
-        if not largest > 0.0 or not math.isfinite(largest):
-            return largest if largest > 0.0 else 0.0
-        return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+        resolved = np.maximum(np.abs(slopes.left), np.abs(slopes.right))
+    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)))
+
+
+def _direction_scale(item: _Probed) -> float:
+    """‖ĝ∘Δ‖₂ of the direction Δ (:class:`~gradcheck_cli.directional.DirectionScale`): what the
+    estimates resolve, so that a gradient scaled up by a bug does not raise its own bar (0
+    without a direction)."""
+    return 0.0 if item.direction is None else item.direction_scale
 
 
 def _judge_parameter(
@@ -848,7 +861,7 @@ def _judge_parameter(
         checks.failed(),
         checks.passing_index_columns(),
         directional,
-        np.asarray(planned.gradient, dtype=np.float64),
+        np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
         _directional_gap(item, directional, planned.tolerance),
         checks.verdict_count(INCONCLUSIVE),
     )
@@ -883,7 +896,7 @@ def _directional_gap(item: _Probed, directional: DirectionalCheck, tolerance: fl
         return None
     estimate = directional.estimates[directional.decided_at]
     return DirectionalGap(
-        shifts=item.displacement.reshape(-1),
+        shifts=item.displacement.shifts(item.original),
         gap=estimate.analytic - estimate.numerical,
         limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
     )

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .blame import exception_line, user_location
+from .blocks import FlatBlocks, block_bounds
 from .errors import (
     AtCoordinate,
     AtParameter,
@@ -276,15 +277,18 @@ def validated_whole_gradients(problem: GradientProblem, names) -> dict:
 
 def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
     """Every θ and analytic value finite (what moving a whole array needs), else the first non-finite
-    one as NonFinitePoint or NonFiniteAnalyticGradient wrapped in AtCoordinate."""
+    one as NonFinitePoint or NonFiniteAnalyticGradient wrapped in AtCoordinate (a block at a time)."""
     for values, error in ((parameters, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
-        values = np.asarray(values, dtype=np.float64)
-        finite = np.isfinite(values)
-        if not finite.all():
-            index = tuple(int(i) for i in np.argwhere(~finite)[0])
-            value = float(values[index])
-            source = error(point=value) if error is NonFinitePoint else error(value=value)
-            raise AtCoordinate(coordinate=list(index), source=source)
+        blocks = FlatBlocks(values)
+        for start, stop in block_bounds(values.size):
+            block = blocks.read(start, stop).astype(np.float64, copy=False)
+            finite = np.isfinite(block)
+            if not finite.all():
+                first = int(np.argmin(finite))
+                index = tuple(int(i) for i in np.unravel_index(start + first, values.shape))
+                value = float(block[first])
+                source = error(point=value) if error is NonFinitePoint else error(value=value)
+                raise AtCoordinate(coordinate=list(index), source=source)
 
 
 _TOO_HARD = getattr(getattr(np, "exceptions", np), "TooHardError", Exception)

@@ -27,10 +27,16 @@ def same_array_bits(first, second) -> bool:
     """Whether two numpy arrays of one shape and dtype hold bit-identical elements (as :func:`same_bits`)."""
     import numpy as np
 
+    from .blocks import FlatBlocks, block_bounds
+
     if first.shape != second.shape or first.dtype != second.dtype:
         return False
     as_bits = np.dtype(f"u{first.dtype.itemsize}")
-    return bool(np.array_equal(np.ndarray.view(first, as_bits), np.ndarray.view(second, as_bits)))
+    first, second = FlatBlocks(first), FlatBlocks(second)
+    for start, stop in block_bounds(first.array.size):  # a block at a time: no temporary of the array's size
+        if not np.array_equal(first.read(start, stop).view(as_bits), second.read(start, stop).view(as_bits)):
+            return False
+    return True
 
 
 def json_ready(value):

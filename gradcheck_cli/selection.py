@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .blocks import BLOCK, FlatBlocks, block_bounds
 from .sampling import (
     CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
@@ -20,7 +21,7 @@ from .sampling import (
     sampled_offsets,
 )
 
-__all__ = ["SAMPLERS", "structured_coordinates", "structured_offsets", "select_offsets"]
+__all__ = ["SAMPLERS", "largest_offsets", "structured_coordinates", "structured_offsets", "select_offsets"]
 
 #: ``sampler=`` values: the structured selection (the default) and the chapter's flat offsets.
 SAMPLERS = ("structured", "chapter")
@@ -74,16 +75,33 @@ def _flat(indices: list, shape: tuple) -> np.ndarray:
     return offsets
 
 
-def _largest(gradient: np.ndarray, count: int) -> list:
-    """Flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only."""
-    magnitudes = np.abs(np.asarray(gradient, dtype=np.float64)).ravel()
-    count = min(count, int(np.count_nonzero(magnitudes)))
-    if count == 0:
-        return []
-    threshold = np.partition(magnitudes, magnitudes.size - count)[magnitudes.size - count]
-    above = np.flatnonzero(magnitudes > threshold)
-    at = np.flatnonzero(magnitudes == threshold)[: count - above.size]
-    return sorted(int(offset) for offset in np.concatenate([above, at]))
+def largest_offsets(gradient: np.ndarray, count: int) -> list:
+    """Flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
+    ascending. One pass a block at a time, keeping the best ``count`` so far."""
+    blocks, size = FlatBlocks(gradient), int(gradient.size)
+    values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
+    buffer = np.empty(min(BLOCK, size))
+    threshold = 0.0  # an entry must exceed it: nonzero, then larger than the count-th best so far
+    for start, stop in block_bounds(size):
+        magnitudes = np.abs(blocks.read(start, stop).astype(np.float64, copy=False), out=buffer[: stop - start])
+        hits = np.flatnonzero(magnitudes > threshold)
+        if hits.size == 0:
+            continue
+        found, at = _top(magnitudes[hits], hits + start, count)
+        values, offsets = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
+        if values.size == count:
+            threshold = float(values.min())
+    return offsets.tolist()
+
+
+def _top(values: np.ndarray, offsets: np.ndarray, count: int) -> tuple:
+    """The ``count`` largest ``values`` and their ``offsets`` (ascending, so ties keep the lowest)."""
+    if values.size <= count:
+        return values, offsets
+    threshold = np.partition(values, values.size - count)[values.size - count]
+    keep = values > threshold
+    keep[np.flatnonzero(values == threshold)[: count - int(np.count_nonzero(keep))]] = True
+    return values[keep], offsets[keep]
 
 
 def structured_coordinates(shape: tuple, samples: int, gradient: np.ndarray) -> list:
@@ -157,7 +175,7 @@ def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
 
 def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list:
     """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N)."""
-    largest = _largest(gradient, max(1, samples // 4))
+    largest = largest_offsets(gradient, max(1, samples // 4))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0

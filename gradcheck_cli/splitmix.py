@@ -25,13 +25,12 @@ def splitmix64(state: int) -> int:
     return z ^ (z >> 31)
 
 
-def splitmix64_array(states: np.ndarray) -> np.ndarray:
-    """:func:`splitmix64` of every element of a uint64 array."""
+def splitmix64_array(states: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`splitmix64` of every element of a uint64 array (into ``out``, which may be ``states``)."""
     # uint64 array arithmetic wraps modulo 2⁶⁴, as splitmix64 needs; in place, one temporary.
-    z = states + np.uint64(GOLDEN)
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return z
+    z = np.add(states, np.uint64(GOLDEN), out=out)
+    shifted = np.empty_like(z)
+    for shift, multiplier in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        np.bitwise_xor(z, np.right_shift(z, np.uint64(shift), out=shifted), out=z)
+        np.multiply(z, np.uint64(multiplier), out=z)
+    return np.bitwise_xor(z, np.right_shift(z, np.uint64(31), out=shifted), out=z)

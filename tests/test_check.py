@@ -1024,10 +1024,10 @@ def _reference_structured_offsets(shape, samples, gradient):
     the largest entries, then the stratified points (ranks of the R_d fractions per axis, mirrored
     pairs and 3-cycles on the last two axes when square), then R_d points until enough."""
     from gradcheck_cli.sampling import offset_from_coordinate, sample_tensor_coordinates
-    from gradcheck_cli.selection import _largest, _recurrence_multipliers
+    from gradcheck_cli.selection import _recurrence_multipliers, largest_offsets
 
     one = 1 << 64
-    chosen = dict.fromkeys(_largest(gradient, max(1, samples // 4)))
+    chosen = dict.fromkeys(largest_offsets(gradient, max(1, samples // 4)))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     count = samples - len(chosen)
@@ -1112,13 +1112,13 @@ def test_the_structured_selection_is_exact_on_extents_beyond_32_bits():
 def test_the_spread_coordinates_cover_every_row_and_column(rows, columns, samples, gradient_seed):
     """k spread points (samples less the largest entries) hit min(k, n) rows and min(k, m) columns,
     a square matrix keeps mirrored pairs, and the selection is deterministic."""
-    from gradcheck_cli.selection import _largest, structured_offsets
+    from gradcheck_cli.selection import largest_offsets, structured_offsets
 
     shape = (rows, columns)
     assume(samples < rows * columns)
     gradient = np.zeros(shape) if gradient_seed is None else np.random.default_rng(gradient_seed).normal(size=shape)
     chosen = structured_offsets(shape, samples, gradient)
-    spread = samples - len(_largest(gradient, max(1, samples // 4)))
+    spread = samples - len(largest_offsets(gradient, max(1, samples // 4)))
     assert len(chosen) == len(set(chosen)) == samples
     assert len({offset // columns for offset in chosen}) >= min(spread, rows)
     assert len({offset % columns for offset in chosen}) >= min(spread, columns)
@@ -1149,3 +1149,185 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
     assert estimate.scale == pytest.approx(math.sqrt(3) * c, rel=1e-12)
     assert estimate.relative_error == pytest.approx(999e-7 * c / (math.sqrt(3) * c), rel=1e-3)
     assert directional.verdict == "failed" and report.verdict == "failed"
+
+
+# The whole-array passes (directional test, direction scale, largest entries) go a block at a
+# time; below, each is compared bit for bit with a straightforward whole-array reference.
+
+
+def _reference_direction(w, g, step, multiplier=1.0):
+    """θ ± m·h_i·s_i/√N rounded into w's dtype, the shifts' sums and moved count, on whole arrays."""
+    from gradcheck_cli.directional import direction_signs
+    from gradcheck_cli.dtypes import probe_dtype
+
+    exact = np.array(w, dtype=np.float64, order="C")
+    if step is None:
+        steps = probe_dtype(w.dtype).step_factor * np.maximum(np.abs(exact), 1.0)
+    else:
+        steps = np.full(exact.shape, step)
+    displacement = steps * direction_signs(exact.size).reshape(exact.shape) / math.sqrt(exact.size)
+    plus = (exact + multiplier * displacement).astype(w.dtype)
+    minus = (exact - multiplier * displacement).astype(w.dtype)
+    plus_shift, minus_shift = plus.astype(np.float64) - exact, exact - minus.astype(np.float64)
+    products = np.multiply(g, plus_shift + minus_shift)
+    return {
+        "plus": plus,
+        "minus": minus,
+        "displacement": displacement,
+        "moved": int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift)),
+        "dot": float(np.sum(products)),
+        "norm": math.sqrt(float(np.sum(products * products))),
+    }
+
+
+def _reference_direction_scale(g, displacement, checks):
+    """‖ĝ∘Δ‖₂: |a| capped at the checked coordinates' largest one-sided slope, those slopes there."""
+    resolved = {c.flat_index: max(abs(c.kink.slopes.left), abs(c.kink.slopes.right)) for c in checks}
+    magnitude = np.fmin(np.abs(np.asarray(g, dtype=np.float64)).reshape(-1), max(resolved.values()))
+    magnitude[list(resolved)] = list(resolved.values())
+    products = magnitude * np.abs(displacement.reshape(-1))
+    largest = float(np.max(products))
+    return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+
+
+def _layout(values: np.ndarray, layout: str, dtype, tmp_path):
+    if layout == "transposed":
+        return np.array(values.T, dtype=dtype).T
+    if layout == "strided":
+        wide = np.zeros(values.shape[:-1] + (2 * values.shape[-1],), dtype=dtype)
+        wide[..., ::2] = values
+        return wide[..., ::2]
+    if layout == "memmap":
+        mapped = np.memmap(tmp_path / "w.dat", dtype=dtype, mode="w+", shape=values.shape or (1,))
+        mapped[...] = np.asarray(values, dtype=dtype).reshape(mapped.shape)
+        return mapped.reshape(values.shape) if values.shape else mapped.reshape(())
+    return np.array(values, dtype=dtype)
+
+
+BLOCKED_CASES = [
+    (dtype, shape, layout, step, bug)
+    for dtype in (np.float64, np.float32, ml_dtypes.bfloat16)
+    for shape, layout in [
+        ((), "contiguous"),
+        ((7,), "contiguous"),
+        ((5, 5), "transposed"),
+        ((3, 4, 6), "strided"),
+        ((40_000,), "contiguous"),
+        ((70_001,), "memmap"),
+        ((300, 230), "transposed"),
+        ((33_000, 3), "strided"),
+    ]
+    for step, bug in [(None, None), (None, "one"), (0.01, None)]
+]
+
+
+@pytest.mark.parametrize(("dtype", "shape", "layout", "step", "bug"), BLOCKED_CASES)
+def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype, shape, layout, step, bug, tmp_path):
+    import hashlib
+
+    if step is not None and dtype is ml_dtypes.bfloat16:
+        step = 0.25  # 0.01 rounds back to θ in bfloat16's 8 bits
+    rng = np.random.default_rng(sum(shape) + len(layout))
+    w = _layout(rng.standard_normal(shape) * 2, layout, dtype, tmp_path)
+    weights = rng.uniform(0.5, 2.0, shape)
+    w64 = np.asarray(w, dtype=np.float64)
+    g = 2 * weights * w64 + np.cos(w64)
+    if bug == "one" and g.size > 1:
+        g.reshape(-1)[g.size // 3] += 5.0
+    g = g.astype(dtype) if dtype is not np.float64 else g
+    seen = set()
+
+    def digest(array):
+        return hashlib.blake2b(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+    def objective(p):
+        seen.add(digest(p["w"]))
+        x = np.asarray(p["w"], dtype=np.float64)
+        return float(np.sum(weights * x * x) + np.sum(np.sin(x)))
+
+    before = digest(w)
+    report = check_gradients(objective, {"w": w}, {"w": g}, step=step, samples=16)
+    assert digest(w) == before
+    reference = _reference_direction(w, g, step)
+    directional = report.parameters[0].directional
+    assert digest(reference["plus"]) in seen and digest(reference["minus"]) in seen
+    assert directional.moved == reference["moved"]
+    assert directional.plus_value == objective({"w": reference["plus"]})
+    assert directional.minus_value == objective({"w": reference["minus"]})
+    first = directional.estimates[0]
+    assert first.analytic == reference["dot"] / 2
+    scale = _reference_direction_scale(g, reference["displacement"], report.parameters[0].checks)
+    assert first.scale == max(abs(first.analytic), abs(first.numerical), scale)
+
+
+def test_the_direction_scale_is_what_the_reference_battery_reads():
+    """The battery above tests the direction scale only where it is the estimate's scale: most cases."""
+    rng = np.random.default_rng(5)
+    dominant = 0
+    for size in (7, 25, 72, 40_000, 70_001):
+        w = rng.standard_normal(size) * 2
+        g = 2 * w
+        report = check_gradients(lambda p: float(np.sum(p["w"] ** 2)), {"w": w}, {"w": g}, samples=16)
+        first = report.parameters[0].directional.estimates[0]
+        scale = _reference_direction_scale(
+            g, _reference_direction(w, g, None)["displacement"], report.parameters[0].checks
+        )
+        dominant += scale > max(abs(first.analytic), abs(first.numerical))
+        assert first.scale == max(abs(first.analytic), abs(first.numerical), scale)
+    assert dominant >= 3
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
+def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
+    from gradcheck_cli.directional import Direction, probe_direction
+    from gradcheck_cli.dtypes import probe_dtype
+
+    rng = np.random.default_rng(11)
+    w = np.array(rng.standard_normal((41, 1700)) * 3, dtype=dtype)[:, ::2]  # 34 850 elements, strided
+    g = rng.standard_normal(w.shape).astype(np.float32)
+    saved = np.array(w, copy=True)
+    values = iter([1.5, 0.5])
+    direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=w.size)
+    probe = probe_direction(w, saved, g, direction, multiplier, lambda: next(values))
+    reference = _reference_direction(saved, g, None, multiplier)
+    assert probe.to_dict() == {
+        "multiplier": multiplier,
+        "minus_value": 0.5,
+        "plus_value": 1.5,
+        "analytic": reference["dot"] / (2 * multiplier),
+        "scale": reference["norm"] / (2 * multiplier),
+        "moved": reference["moved"],
+    }
+    assert w.tobytes() == saved.tobytes()
+
+
+def _reference_largest(gradient, count):
+    """The whole-array selection of the largest |gradient| entries: a partition, ties by lowest offset."""
+    magnitudes = np.abs(np.asarray(gradient, dtype=np.float64)).ravel()
+    count = min(count, int(np.count_nonzero(magnitudes)))
+    if count == 0:
+        return []
+    threshold = np.partition(magnitudes, magnitudes.size - count)[magnitudes.size - count]
+    above = np.flatnonzero(magnitudes > threshold)
+    at = np.flatnonzero(magnitudes == threshold)[: count - above.size]
+    return sorted(int(offset) for offset in np.concatenate([above, at]))
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "ascending", "descending", "sparse", "zero"])
+@pytest.mark.parametrize("count", [1, 4, 25, 300])
+def test_the_largest_entries_in_blocks_are_the_whole_array_ones(kind, count):
+    from gradcheck_cli.selection import largest_offsets
+
+    rng = np.random.default_rng(count)
+    size = 100_003
+    gradient = {
+        "normal": lambda: rng.standard_normal(size),
+        "ties": lambda: rng.integers(-3, 4, size).astype(np.float32),
+        "ascending": lambda: np.arange(size, dtype=np.float64),
+        "descending": lambda: -np.arange(size, 0, -1).astype(np.int64),
+        "sparse": lambda: np.where(rng.random(size) < 1e-4, 1.0, 0.0),
+        "zero": lambda: np.zeros(size),
+    }[kind]()
+    for layout in (gradient, gradient.reshape(7, -1).T if size % 7 == 0 else gradient[::-1]):
+        assert largest_offsets(layout, count) == _reference_largest(layout, count)

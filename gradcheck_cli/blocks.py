@@ -1,0 +1,91 @@
+"""Whole-array passes in blocks: bounded temporaries, and numpy's own sums bit for bit.
+
+A pass over a parameter reads (and writes) it a block of at most :data:`BLOCK` elements at a
+time, in row-major order, whatever its strides, so that its temporaries stay in cache and its
+peak stays a few blocks. The blocks are the leaves of numpy's pairwise summation of the whole
+array (``np.sum`` halves a contiguous run of n > 128 elements at ⌊n/2⌋ rounded down to a
+multiple of 8), so that a sum taken block by block and combined by :func:`tree_sum` is the sum
+numpy takes of the whole array, to the last bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks"]
+
+#: Elements a block holds at most: a float64 temporary of 512 KiB.
+BLOCK = 1 << 16
+
+
+def block_bounds(count: int, block: int = BLOCK) -> list:
+    """(start, stop) of each block of ``count`` elements, in order: the subtrees of numpy's pairwise
+    summation that hold at most ``block`` elements (``block`` ≥ 128, so every split is numpy's)."""
+    bounds = []
+    pending = [(0, count)]
+    while pending:
+        start, size = pending.pop()
+        if size <= block:
+            bounds.append((start, start + size))
+            continue
+        half = size // 2
+        half -= half % 8
+        pending.append((start + half, size - half))  # the right half after the left one
+        pending.append((start, half))
+    return bounds
+
+
+def tree_sum(values, count: int, block: int = BLOCK) -> float:
+    """The blocks' sums ``values`` (in the order of :func:`block_bounds`) added as numpy's pairwise
+    summation adds them: ``np.sum`` of the whole array, bit for bit."""
+    values = iter(values)
+
+    def subtree(size: int) -> float:
+        if size <= block:
+            return next(values)
+        half = size // 2
+        half -= half % 8
+        left = subtree(half)
+        return left + subtree(size - half)
+
+    return subtree(count)
+
+
+class FlatBlocks:
+    """Row-major blocks of one array of any strides: read as 1-D arrays, written from them.
+
+    A C-contiguous array is read and written through one flat view of it; any other layout
+    through ``ndarray.flat`` (a copy on reading). A subclass (np.matrix, a masked array, a
+    memmap) is taken as the plain ndarray over its memory. The view is made anew by each
+    instance, so an array made read-only since is refused on writing (ValueError), as numpy
+    refuses a write into it.
+    """
+
+    __slots__ = ("array", "_flat")
+
+    def __init__(self, array: np.ndarray):
+        array = array if type(array) is np.ndarray else np.ndarray.view(array, np.ndarray)  # np.matrix is 2-D
+        self.array = array
+        self._flat = np.ndarray.reshape(array, -1) if array.flags.c_contiguous else None
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Elements start:stop in row-major order (a view when the array is C-contiguous)."""
+        if self._flat is not None:
+            return self._flat[start:stop]
+        return self.array.flat[start:stop]
+
+    def float64(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
+        """Elements start:stop as float64: a view of a contiguous float64 array, else converted into ``out``."""
+        values = self.read(start, stop)
+        if values.dtype == np.float64:
+            return values
+        out = out[: stop - start]
+        np.copyto(out, values, casting="unsafe")  # float32, bfloat16, integers: exact in float64 as astype makes them
+        return out
+
+    def write(self, start: int, stop: int, values: np.ndarray) -> None:
+        """Elements start:stop (row-major) set to ``values``, converted to the array's dtype."""
+        if self._flat is not None:
+            np.ndarray.__setitem__(self._flat, slice(start, stop), values)
+        else:
+            self.array.flat[start:stop] = values
