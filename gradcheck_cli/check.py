@@ -59,6 +59,7 @@ from .judge import (
     INCONCLUSIVE,
     KINK,
     PASSED,
+    ROUNDING_FACTOR,
     Judgement,
     Resolution,
     agreement,
@@ -80,12 +81,14 @@ from .sampling import (
 )
 from .selection import SAMPLERS, select_offsets
 from .sweep import (
+    ObservedNoise,
     PrimaryColumns,
     ProbeColumns,
     SlopeColumns,
     difference_at,
     floor_factor,
     index_columns,
+    observed_noise,
     plan_columns,
     primary_columns,
     probe_values,
@@ -646,14 +649,29 @@ def _confirmation_differences(planned, index: tuple, difference: CentralDifferen
     return differences
 
 
+def _confirmations(item: _Probed, k: int, center: float, counted: _Objective) -> list:
+    """Coordinate k's CentralDifferences at h and at each usable confirmation step."""
+    planned = item.planned
+    difference = _difference(planned, k, item.minus_values, center, item.plus_values)
+    return [difference, *_confirmation_differences(planned, planned.columns.coordinate(k), difference, counted)]
+
+
 def _judge_coordinate(
-    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution, primary: PrimaryColumns
+    item: _Probed,
+    k: int,
+    center: float,
+    differences,
+    jitter: float,
+    resolution: Resolution,
+    primary: PrimaryColumns,
+    noise: ObservedNoise | None = None,
 ) -> CoordinateCheck:
-    """Coordinate k's record, read from the ``primary`` columns at h; confirmed at the other steps
-    by calling ``probing`` when it does not pass there (None when it passes at h: no call is made)."""
+    """Coordinate k's record, read from the ``primary`` columns at h when it passes there
+    (``differences`` None); else judged from its ``differences`` at every step (:func:`_confirmations`),
+    every bar carrying the parameter's observed ``noise``."""
     planned = item.planned
     index = planned.columns.coordinate(k)
-    difference = _difference(planned, k, item.minus_values, center, item.plus_values)
+    difference = differences[0] if differences else _difference(planned, k, item.minus_values, center, item.plus_values)
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
@@ -663,21 +681,27 @@ def _judge_coordinate(
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
     estimates = (primary.estimate(k),)
     floor = float(primary.floor[k])
-    if primary.passed[k]:
+    if differences is None:
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
-        differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
+        noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
+        if noise.units:
+            epsilons = value_epsilons([difference.minus_value], center, [difference.plus_value], noise.epsilon)
+            factor = floor_factor(planned.columns.analytic, planned.dtype)
+            step, point = difference.requested_step, difference.point
+            floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
         confirmations = stencil_estimates(
-            differences[1:],
+            differences,
             analytic,
-            epsilon=planned.dtype.epsilon,
+            epsilon=noise.epsilon,
             jitter=jitter,
             kink_tolerance=_kink_tolerances(
-                planned, np.array([d.requested_step for d in differences[1:]]), difference.point
+                planned, np.array([d.requested_step for d in differences]), difference.point
             ),
         )
+        first = estimates if not noise.units else ()
         estimates = with_step_sensitivity(
-            [estimates[0], *(confirmations.estimate(j) for j in range(len(differences) - 1))]
+            [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
         )
         judgement = judge_confirmed(
             estimates,
@@ -687,6 +711,8 @@ def _judge_coordinate(
             collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
             precision=planned.dtype.name,
             values_precision=_values_precision(planned, difference),
+            noise=noise.units,
+            rounding_zero=_rounding_zero(planned, resolution),
         )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
@@ -697,6 +723,12 @@ def _judge_coordinate(
         kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _rounding_zero(planned: _PlannedParameter, resolution: Resolution) -> float:
+    """The largest |analytic| that is zero up to rounding beside the gradients that matter: all that
+    an estimate whose probes left f bit-identical can pass (no evidence for anything else)."""
+    return ROUNDING_FACTOR * planned.dtype.epsilon * max(resolution.gradient, resolution.check)
 
 
 def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
@@ -722,24 +754,26 @@ def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
     }
 
 
-def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resolution: Resolution) -> DirectionalCheck:
-    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed."""
+def _judge_direction(
+    item: _Probed, counted: _Objective, jitter: float, resolution: Resolution, noise: ObservedNoise
+) -> DirectionalCheck:
+    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed,
+    every bar carrying the value ``noise`` the parameter's coordinates showed."""
     planned = item.planned
+    epsilon = noise.epsilon
     center = counted.centers[0]
     kink_tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(
-            probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale, resolution.gradient
-        )
+        return directional_estimate(probe, center, epsilon, jitter, kink_tolerance, scale, resolution.gradient)
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
     if probes:
         values = (probes[0].minus_value, center, probes[0].plus_value)
         step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
-        epsilons = value_epsilons([values[0]], center, [values[2]], planned.dtype.epsilon)
+        epsilons = value_epsilons([values[0]], center, [values[2]], epsilon)
         factor = floor_factor(planned.columns.analytic, planned.dtype)
         floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
         judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
@@ -763,6 +797,8 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
             floor=floor,
             collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
             precision=planned.dtype.name,
+            noise=noise.units,
+            rounding_zero=_rounding_zero(planned, resolution),
         )
     first = probes[0] if probes else None
     return DirectionalCheck(
@@ -833,9 +869,11 @@ def _judge_parameter(
         floor_factor=floor_factor(columns.analytic, planned.dtype),
     )
     center = counted.centers[0]
+    confirmed = {k: _confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
+    noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
     judged = {
-        k: _judge_coordinate(item, k, center, counted, jitter, resolution, primary)
-        for k in np.flatnonzero(~primary.passed).tolist()
+        k: _judge_coordinate(item, k, center, differences, jitter, resolution, primary, noise)
+        for k, differences in confirmed.items()
     }
     # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
     slim = _Probed(
@@ -843,7 +881,7 @@ def _judge_parameter(
     )
     checks = CoordinateChecks(slim, center, jitter, resolution, primary, judged)
     resolution = Resolution(gradient=direction_scale, check=largest[1])
-    directional = _judge_direction(item, counted, jitter, resolution)
+    directional = _judge_direction(item, counted, jitter, resolution, noise)
     verdict = verdict_of(checks.verdicts() | {directional.verdict})
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     diagnosis = diagnose_parameter(

@@ -24,6 +24,7 @@ from .estimator import CentralDifference, difference_from_values, evaluated_valu
 from .judge import (
     FLOOR_FACTOR,
     HIGHER_PRECISION_FLOOR_FACTOR,
+    NOISE_LIMIT,
     ROUNDING_FACTOR,
     ErrorBar,
     Resolution,
@@ -50,6 +51,8 @@ __all__ = [
     "sensitivity_floors",
     "floor_factor",
     "value_epsilons",
+    "ObservedNoise",
+    "observed_noise",
 ]
 
 
@@ -479,6 +482,9 @@ def primary_columns(
     )
     with np.errstate(all="ignore"):
         passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
+    # f bit-identical at both probes is no evidence for a nonzero gradient: confirm it at other steps.
+    collapsed = (minus_values == center) & (plus_values == center)
+    passed &= ~collapsed | (np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution)
     return PrimaryColumns(estimates, floor, passed)
 
 
@@ -537,3 +543,55 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float):
         single &= rounded.astype(np.float64) == values
         half &= (rounded.view(np.uint32) & 0xFFFF) == 0
     return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+
+
+#: The coarsest rounding an objective's inside is taken to have (bfloat16's ε): a larger spread is
+#: the estimates' truncation (or a corner), not a lower precision.
+LOWEST_PRECISION = 2.0**-7
+
+
+@dataclass(frozen=True)
+class ObservedNoise:
+    """The noise f's values show beyond the parameters' rounding, as a relative ε of |f|.
+
+    ``epsilon`` is what each value is trusted to relative to |f| (at least the dtype's ε), ``units``
+    that noise in units of the dtype's ε (0 when none is evidenced).
+    """
+
+    epsilon: float
+    units: float
+
+
+def observed_noise(stencils, epsilon: float) -> ObservedNoise:
+    """The largest value noise, relative to |f|, that the confirmed coordinates' estimates show.
+
+    ``stencils`` holds each coordinate's CentralDifferences at its steps. Estimates at two adjacent
+    steps whose probes moved f differ by at most the noise of their values through their
+    stencils' gains (and their truncation, which is far smaller at the steps tried, or else beyond
+    any precision's rounding: LOWEST_PRECISION·|f|). Beyond
+    NOISE_LIMIT·ε that is no rounding of the dtype: the objective computes in lower precision
+    inside (a float32 part whose staircase the probes may straddle or not), and every bar of the
+    parameter carries that noise (docs/method.md, "Verdicts").
+    """
+    largest = 0.0
+    for differences in stencils:
+        usable = sorted(
+            (d for d in differences if not d.minus_value == d.center_value == d.plus_value),
+            key=lambda d: d.requested_step,
+        )
+        for small, large in zip(usable, usable[1:]):
+            values = max(abs(v) for d in (small, large) for v in (d.minus_value, d.center_value, d.plus_value))
+            noise = abs(small.derivative - large.derivative) / (_gain(small) + _gain(large))
+            if values > 0.0 and noise <= LOWEST_PRECISION * values:  # beyond: truncation, not rounding
+                largest = max(largest, noise / values)
+    units = largest / epsilon
+    if not units > NOISE_LIMIT:
+        return ObservedNoise(epsilon=epsilon, units=0.0)
+    return ObservedNoise(epsilon=largest, units=units)
+
+
+def _gain(difference) -> float:
+    """How far an error of 1 in each of the difference's values can move its estimate."""
+    left = difference.left_weight / difference.minus_spacing
+    right = difference.right_weight / difference.plus_spacing
+    return left + right + abs(left - right)
