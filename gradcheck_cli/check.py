@@ -93,6 +93,7 @@ from .sweep import (
     primary_columns,
     probe_values,
     sensitivity_floors,
+    series_noise,
     slope_columns,
     stencil_estimates,
     value_epsilons,
@@ -771,17 +772,17 @@ def _judge_direction(
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
     if probes:
-        values = (probes[0].minus_value, center, probes[0].plus_value)
-        step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
-        epsilons = value_epsilons([values[0]], center, [values[2]], epsilon)
-        factor = floor_factor(planned.columns.analytic, planned.dtype)
-        floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
+        floor = _direction_floor(planned, probes[0], center, epsilon)
         judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
             if probe is not None:
                 probes.append(probe)
+        noise = _direction_noise(probes, center, noise, planned.dtype.epsilon)
+        if noise.epsilon > epsilon:  # the direction's own estimates show f's lower precision
+            epsilon = noise.epsilon
+            floor = _direction_floor(planned, probes[0], center, epsilon)
     estimates = tuple(estimate(probe) for probe in probes)
     if judgement is None and not estimates:
         judgement = Judgement(
@@ -808,6 +809,31 @@ def _judge_direction(
         plus_value=first.plus_value if first else math.nan,
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _direction_floor(planned: _PlannedParameter, probe, center: float, epsilon: float) -> float:
+    """The directional test's sensitivity floor at multiplier 1, f's values carrying ``epsilon``."""
+    step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
+    epsilons = value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)
+    factor = floor_factor(planned.columns.analytic, planned.dtype)
+    return float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
+
+
+def _direction_noise(probes: list, center: float, noise: ObservedNoise, epsilon: float) -> ObservedNoise:
+    """The larger of the parameter's observed ``noise`` and the one the direction's own estimates
+    show, beyond the rounding of the dtype's ``epsilon``."""
+    moved = [probe for probe in probes if not probe.minus_value == center == probe.plus_value]
+    series = [
+        (
+            probe.multiplier,
+            (probe.plus_value - probe.minus_value) / (2 * probe.multiplier),
+            1.0 / probe.multiplier,
+            max(abs(probe.minus_value), abs(center), abs(probe.plus_value)),
+        )
+        for probe in moved
+    ]
+    own = series_noise([series], epsilon)
+    return own if own.epsilon > noise.epsilon else noise
 
 
 def _largest_gradient(item: _Probed) -> float:

@@ -349,7 +349,9 @@ def judge_confirmed(
         return Judgement(
             verdict=FAILED, decided_at=best, reason=_disagreement(estimates, usable, best, tolerance, floor, unit)
         )
-    gross = _gross_disagreement(estimates, usable, floor)
+    # A part of f frozen below its lower precision's quantum at every step can hide any gradient.
+    lower = noise or values_precision is not None
+    gross = None if lower else _gross_disagreement(estimates, usable, floor)
     if gross is not None and not approaching:
         return Judgement(
             verdict=FAILED, decided_at=gross, reason=_disagreement(estimates, usable, gross, tolerance, floor, unit)

@@ -53,6 +53,7 @@ __all__ = [
     "value_epsilons",
     "ObservedNoise",
     "observed_noise",
+    "series_noise",
 ]
 
 
@@ -545,9 +546,11 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float):
     return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
 
 
-#: The coarsest rounding an objective's inside is taken to have (bfloat16's ε): a larger spread is
-#: the estimates' truncation (or a corner), not a lower precision.
-LOWEST_PRECISION = 2.0**-7
+#: The largest value noise, relative to |f|, read as a lower precision inside: float32's rounding
+#: with room for cancellation (2⁻¹⁶, 256 float32 ulps). A larger spread is the estimates' truncation
+#: or a corner (a hinge crossed at 10h), not a precision; so only a float64 parameter's objective is
+#: ever found to compute in lower precision this way (float32's own NOISE_LIMIT·ε is above it).
+LOWEST_PRECISION = 2.0**-16
 
 
 @dataclass(frozen=True)
@@ -565,23 +568,33 @@ class ObservedNoise:
 def observed_noise(stencils, epsilon: float) -> ObservedNoise:
     """The largest value noise, relative to |f|, that the confirmed coordinates' estimates show.
 
-    ``stencils`` holds each coordinate's CentralDifferences at its steps. Estimates at two adjacent
-    steps whose probes moved f differ by at most the noise of their values through their
-    stencils' gains (and their truncation, which is far smaller at the steps tried, or else beyond
-    any precision's rounding: LOWEST_PRECISION·|f|). Beyond
+    ``stencils`` holds each coordinate's CentralDifferences at its steps (see :func:`series_noise`).
+    """
+    series = []
+    for differences in stencils:
+        usable = [d for d in differences if not d.minus_value == d.center_value == d.plus_value]
+        values = [max(abs(d.minus_value), abs(d.center_value), abs(d.plus_value)) for d in usable]
+        series.append([(d.requested_step, d.derivative, _gain(d), v) for d, v in zip(usable, values)])
+    return series_noise(series, epsilon)
+
+
+def series_noise(series, epsilon: float) -> ObservedNoise:
+    """The largest value noise, relative to |f|, that estimates at several steps show.
+
+    ``series`` holds, for each coordinate (or direction), a (step, estimate, gain, max|f|) for each
+    step whose probes moved f. Estimates at two adjacent steps differ by at most the noise of
+    their values through their stencils' gains (and their truncation, which is far smaller at the
+    steps tried, or else beyond a float32 inside's rounding: LOWEST_PRECISION·|f|). Beyond
     NOISE_LIMIT·ε that is no rounding of the dtype: the objective computes in lower precision
     inside (a float32 part whose staircase the probes may straddle or not), and every bar of the
     parameter carries that noise (docs/method.md, "Verdicts").
     """
     largest = 0.0
-    for differences in stencils:
-        usable = sorted(
-            (d for d in differences if not d.minus_value == d.center_value == d.plus_value),
-            key=lambda d: d.requested_step,
-        )
-        for small, large in zip(usable, usable[1:]):
-            values = max(abs(v) for d in (small, large) for v in (d.minus_value, d.center_value, d.plus_value))
-            noise = abs(small.derivative - large.derivative) / (_gain(small) + _gain(large))
+    for estimates in series:
+        ordered = sorted(estimates)
+        for (_, small, small_gain, small_value), (_, large, large_gain, large_value) in zip(ordered, ordered[1:]):
+            values = max(small_value, large_value)
+            noise = abs(small - large) / (small_gain + large_gain)
             if values > 0.0 and noise <= LOWEST_PRECISION * values:  # beyond: truncation, not rounding
                 largest = max(largest, noise / values)
     units = largest / epsilon

@@ -20,6 +20,8 @@ FORMS = {  # float32 inside: (f32 part of t, its float64 gradient)
         lambda t: np.sum(np.sin(t) * np.cos(2 * t), dtype=np.float32),
         lambda t: np.cos(t) * np.cos(2 * t) - 2 * np.sin(t) * np.sin(2 * t),
     ),
+    "logsumexp": (lambda t: np.log(np.sum(np.exp(t))), lambda t: np.exp(t) / np.sum(np.exp(t))),
+    "rounded input": (lambda t: np.sum(t.astype(np.float64) ** 2), lambda t: 2.0 * t),  # float64 of float32(θ)
 }
 SHAPES = [(3,), (4, 5), (2, 3, 4)]
 
