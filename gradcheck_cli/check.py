@@ -687,7 +687,9 @@ def _judge_coordinate(
     else:
         noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
         if noise.units:
-            epsilons = value_epsilons([difference.minus_value], center, [difference.plus_value], noise.epsilon)
+            epsilons = value_epsilons(
+                [difference.minus_value], center, [difference.plus_value], noise.epsilon, _points(difference)
+            )
             factor = floor_factor(planned.columns.analytic, planned.dtype)
             step, point = difference.requested_step, difference.point
             floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
@@ -734,14 +736,16 @@ def _rounding_zero(planned: _PlannedParameter, resolution: Resolution) -> float:
 
 def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
     """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
-    epsilon = float(
-        value_epsilons(
-            [difference.minus_value], difference.center_value, [difference.plus_value], planned.dtype.epsilon
-        )[0]
-    )
+    values = ([difference.minus_value], difference.center_value, [difference.plus_value])
+    epsilon = float(value_epsilons(*values, planned.dtype.epsilon, _points(difference))[0])
     if epsilon == planned.dtype.epsilon:
         return None
     return "bfloat16" if epsilon == 2.0**-7 else "float32"
+
+
+def _points(difference: CentralDifference) -> tuple:
+    """The difference's θ−h, θ, θ+h as one-element columns (for value_epsilons)."""
+    return ([difference.minus_point], [difference.point], [difference.plus_point])
 
 
 def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:

@@ -379,6 +379,7 @@ def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jit
     """The EstimateColumns of one coordinate's CentralDifferences (its confirmation steps)."""
     fields = ("minus_value", "center_value", "plus_value", "left_slope", "right_slope", "derivative")
     fields += ("minus_spacing", "plus_spacing", "left_weight", "right_weight", "requested_step")
+    fields += ("minus_point", "point", "plus_point")
     values = {name: np.array([getattr(d, name) for d in differences], dtype=np.float64) for name in fields}
     return _stencil_columns(
         values["requested_step"],
@@ -391,13 +392,15 @@ def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jit
         epsilon=epsilon,
         jitter=jitter,
         kink_tolerance=kink_tolerance,
+        points=(values["minus_point"], values["point"], values["plus_point"]),
     )
 
 
 def _stencil_columns(
-    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance
+    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance, points
 ):
-    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance."""
+    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance
+    (``points`` the probes and θ, for :func:`value_epsilons`)."""
     minus_spacing, plus_spacing, left_weight, right_weight = stencil
     with np.errstate(all="ignore"):
         left, right = slopes.left, slopes.right
@@ -412,7 +415,7 @@ def _stencil_columns(
         analytic,
         slopes.derivative,
         largest_value=largest_value,
-        epsilons=value_epsilons(minus_values, center, plus_values, epsilon),
+        epsilons=value_epsilons(minus_values, center, plus_values, epsilon, points),
         jitter=jitter,
         gain=gain,
         consistent=consistent,
@@ -466,6 +469,7 @@ def primary_columns(
     :func:`floor_factor`'s.
     """
     stencil = (columns.minus_spacing, columns.plus_spacing, columns.left_weight, columns.right_weight)
+    points = (columns.minus_point, columns.theta, columns.plus_point)
     estimates = _stencil_columns(
         columns.step,
         columns.analytic,
@@ -477,10 +481,10 @@ def primary_columns(
         epsilon=epsilon,
         jitter=jitter,
         kink_tolerance=kink_tolerance,
+        points=points,
     )
-    floor = sensitivity_floors(
-        columns.step, columns.theta, value_epsilons(minus_values, center, plus_values, epsilon), tolerance, floor_factor
-    )
+    epsilons = value_epsilons(minus_values, center, plus_values, epsilon, points)
+    floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
         passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
     # f bit-identical at both probes is no evidence for a nonzero gradient: confirm it at other steps.
@@ -528,22 +532,34 @@ def floor_factor(analytic: np.ndarray, dtype: ProbeDtype) -> float:
     return FLOOR_FACTOR if own.all() else HIGHER_PRECISION_FLOOR_FACTOR
 
 
-def value_epsilons(minus_values, center, plus_values, epsilon: float):
+def value_epsilons(minus_values, center, plus_values, epsilon: float, points=None):
     """ε of the precision f's values carry, for each coordinate's three values: float32's (bfloat16's)
     where all three are numbers of it. An objective computed in float32 for float64 parameters
-    returns float32 values; the bar must use their rounding, not the parameters'."""
+    returns float32 values; the bar must use their rounding, not the parameters'. With ``points``
+    (θ−h, θ, θ+h columns), that is evidence only where some point is no number of that precision:
+    a float64 objective exact at small integers and a dyadic step returns such numbers too."""
     minus_values, plus_values = np.asarray(minus_values, dtype=np.float64), np.asarray(plus_values, dtype=np.float64)
     if epsilon >= 2.0**-7:
         return np.full(minus_values.shape, epsilon)
-    with np.errstate(all="ignore"):
-        singles = [np.asarray(values, dtype=np.float64).astype(np.float32) for values in (minus_values, center)]
-        singles.append(plus_values.astype(np.float32))
-    single = np.ones(minus_values.shape, dtype=bool)
-    half = np.ones(minus_values.shape, dtype=bool)
-    for values, rounded in zip((minus_values, center, plus_values), singles):
+    single, half = _lower_precision_numbers((minus_values, center, plus_values), minus_values.shape)
+    if points is not None:
+        single_points, half_points = _lower_precision_numbers(points, minus_values.shape)
+        single &= ~single_points
+        half &= ~(half_points & single_points)
+    return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+
+
+def _lower_precision_numbers(columns, shape) -> tuple:
+    """Where every column's value is a float32 number, and where also a bfloat16 one."""
+    single = np.ones(shape, dtype=bool)
+    half = np.ones(shape, dtype=bool)
+    for values in columns:
+        values = np.asarray(values, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            rounded = values.astype(np.float32)
         single &= rounded.astype(np.float64) == values
         half &= (rounded.view(np.uint32) & 0xFFFF) == 0
-    return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+    return single, half
 
 
 #: The largest value noise, relative to |f|, read as a lower precision inside: float32's rounding

@@ -119,3 +119,21 @@ def test_a_gradient_that_is_zero_up_to_rounding_still_passes_where_f_does_not_mo
     report = check_gradients(objective, {"b": b, "w": w}, {"b": residue, "w": 2 * w})
     assert np.all(np.abs(residue) < 1e-14)
     assert report.verdict == "passed"
+
+
+@pytest.mark.parametrize("step", [None, 0.5, 2.0**-10])
+@pytest.mark.parametrize("constant", [0.0, 1.0])
+def test_integer_valued_float64_data_is_no_evidence_of_a_lower_precision(step, constant):
+    """θ = −4 … 4 (float64) and f = Σθ² + c: at a dyadic step every f(θ ± h) is a bfloat16 number,
+    exactly as float64 computes it, and the values were taken for a bfloat16 objective's (bars of
+    2⁻⁷·|f|). The probes are such numbers themselves: no evidence. A relative 1e-3 error fails
+    at every nonzero coordinate (4 of 9 were inconclusive at step 0.5)."""
+    theta = np.arange(-4.0, 5.0)
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"] ** 2) + constant)
+
+    report = check_gradients(objective, {"x": theta}, {"x": 2 * theta * (1 + 1e-3)}, step=step)
+    verdicts = [record.verdict for record in report.parameters[0].checks]
+    assert verdicts == ["failed"] * 4 + ["passed"] + ["failed"] * 4
+    assert check_gradients(objective, {"x": theta}, {"x": 2 * theta}, step=step).verdict == "passed"
