@@ -715,7 +715,7 @@ def _judge_coordinate(
             precision=planned.dtype.name,
             values_precision=_values_precision(planned, difference),
             noise=noise.units,
-            rounding_zero=_rounding_zero(planned, resolution),
+            rounding_zero=_rounding_zero(item, center, resolution),
         )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
@@ -728,10 +728,14 @@ def _judge_coordinate(
     )
 
 
-def _rounding_zero(planned: _PlannedParameter, resolution: Resolution) -> float:
-    """The largest |analytic| that is zero up to rounding beside the gradients that matter: all that
-    an estimate whose probes left f bit-identical can pass (no evidence for anything else)."""
-    return ROUNDING_FACTOR * planned.dtype.epsilon * max(resolution.gradient, resolution.check)
+def _rounding_zero(item: _Probed, center: float, resolution: Resolution) -> float:
+    """Where every first-step probe of the parameter left f bit-identical (a stale copy, a lower
+    precision), the largest |analytic| that is zero up to rounding beside the gradients that matter:
+    all that its collapsed estimates can pass. Elsewhere (one coordinate's collapse beside others
+    that move f) a collapsed estimate bounds |f′| by its bar: no limit (inf)."""
+    if np.any(item.minus_values != center) or np.any(item.plus_values != center):
+        return math.inf
+    return ROUNDING_FACTOR * item.planned.dtype.epsilon * max(resolution.gradient, resolution.check)
 
 
 def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
@@ -803,7 +807,7 @@ def _judge_direction(
             collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
             precision=planned.dtype.name,
             noise=noise.units,
-            rounding_zero=_rounding_zero(planned, resolution),
+            rounding_zero=_rounding_zero(item, center, resolution),
         )
     first = probes[0] if probes else None
     return DirectionalCheck(

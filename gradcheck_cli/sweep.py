@@ -487,9 +487,9 @@ def primary_columns(
     floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
         passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
-    # f bit-identical at both probes is no evidence for a nonzero gradient: confirm it at other steps.
-    collapsed = (minus_values == center) & (plus_values == center)
-    passed &= ~collapsed | (np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution)
+    # f bit-identical at every probe of the parameter is no evidence for a nonzero gradient: confirm.
+    if np.all(minus_values == center) and np.all(plus_values == center):
+        passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution
     return PrimaryColumns(estimates, floor, passed)
 
 
