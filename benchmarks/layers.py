@@ -1,7 +1,9 @@
 """A corpus of hand-written numpy layer backward passes: correct ones and classic bugs.
 
 Each layer (affine, softmax cross-entropy, SVM, batchnorm, conv1d, max-pool,
-RNN step, embedding, attention, GELU, layernorm) is a forward pass, an
+RNN step, embedding, attention, GELU, layernorm, RMSNorm, label-smoothed
+cross-entropy, LSTM cell, dropout with its mask, residual block, tied
+embedding, batchnorm in eval mode) is a forward pass, an
 objective Σ u ∘ out (or the loss itself) with a fixed cotangent u, and a
 backward pass written by hand; each bug is one line of that backward pass
 changed, and is asserted to change the gradient at the data. Every case
@@ -180,12 +182,15 @@ def batchnorm(dtype, shape, rng):
             dgamma = u.sum(0)
         if bug == "dbeta mean":
             dbeta = u.mean(0)
+        if bug == "dx missing 1/N of the variance term":
+            dx = (dxhat - dxhat.mean(0) - xhat * (dxhat * xhat).sum(0)) / np.sqrt(var + 1e-5)
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
     bugs = [
         Bug("dx without the mean terms", ("x",)),
         Bug("dgamma without xhat", ("gamma",)),
         Bug("dbeta mean", ("beta",), "scale", 0.125),
+        Bug("dx missing 1/N of the variance term", ("x",)),
     ]
     return Layer(objective, params, gradients, bugs)
 
@@ -209,9 +214,16 @@ def conv1d(dtype, shape, rng):
             dw = dw[:, :, ::-1]
         if bug == "db over the batch only":
             db = u.sum(axis=(0, 2)) / out_length
+        if bug == "windows off by one":
+            shifted = np.concatenate([windows[:, 1:], windows[:, :1]], axis=1)
+            dw = np.einsum("nft,ntck->fck", u, shifted)
         return {"w": dw, "b": db}
 
-    bugs = [Bug("kernel flipped", ("w",)), Bug("db over the batch only", ("b",), "scale", 1 / out_length)]
+    bugs = [
+        Bug("kernel flipped", ("w",)),
+        Bug("db over the batch only", ("b",), "scale", 1 / out_length),
+        Bug("windows off by one", ("w",)),
+    ]
     return Layer(objective, params, gradients, bugs)
 
 
@@ -285,11 +297,14 @@ def embedding(dtype, shape, rng):
         dw = np.zeros((vocabulary, width))
         if bug == "dW[idx] += g":
             dw[index] += u
+        elif bug == "rows off by one":
+            np.add.at(dw, (index + 1) % vocabulary, u)
         else:
             np.add.at(dw, index, u)
         return {"W": dw}
 
-    return Layer(objective, params, gradients, [Bug("dW[idx] += g", ("W",), "localized")])
+    bugs = [Bug("dW[idx] += g", ("W",), "localized"), Bug("rows off by one", ("W",))]
+    return Layer(objective, params, gradients, bugs)
 
 
 def attention(dtype, shape, rng):
@@ -310,13 +325,19 @@ def attention(dtype, shape, rng):
         dv = weights.T @ u
         dweights = u @ p["v"].T
         dscores = weights * (dweights - (dweights * weights).sum(axis=1, keepdims=True))
+        if bug == "softmax backward without the row sum":
+            dscores = weights * dweights
         scale = 1.0 if bug == "missing 1/√d" else 1 / math.sqrt(d)
         dq, dk = dscores @ p["k"] * scale, dscores.T @ p["q"] * scale
         if bug == "dv sign":
             dv = -dv
         return {"q": dq, "k": dk, "v": dv}
 
-    bugs = [Bug("missing 1/√d", ("q", "k"), "scale", None), Bug("dv sign", ("v",), "sign", -1.0)]
+    bugs = [
+        Bug("missing 1/√d", ("q", "k"), "scale", None),
+        Bug("dv sign", ("v",), "sign", -1.0),
+        Bug("softmax backward without the row sum", ("q", "k")),
+    ]
     return Layer(objective, params, gradients, bugs)
 
 
@@ -366,9 +387,220 @@ def layernorm(dtype, shape, rng):
         dx = (dxhat - dxhat.mean(axis, keepdims=True) - xhat * (dxhat * xhat).mean(axis, keepdims=True)) / np.sqrt(
             var + 1e-5
         )
-        return {"x": dx, "gamma": (u * xhat).sum(0)}
+        dgamma = (u * xhat).sum(0)
+        if bug == "dgamma zero":
+            dgamma = np.zeros_like(dgamma)
+        return {"x": dx, "gamma": dgamma}
 
-    return Layer(objective, params, gradients, [Bug("statistics over the batch", ("x",))])
+    bugs = [Bug("statistics over the batch", ("x",)), Bug("dgamma zero", ("gamma",), "zero", 0.0)]
+    return Layer(objective, params, gradients, bugs)
+
+
+def _sigmoid(values):
+    return 1 / (1 + np.exp(-values))
+
+
+def rmsnorm(dtype, shape, rng):
+    n, d, _ = shape
+    u = rng.normal(size=(n, d))
+    params = _cast(dtype, x=rng.normal(size=(n, d)), g=1 + 0.1 * rng.normal(size=d))
+
+    def objective(p):
+        rms = np.sqrt(np.mean(p["x"] ** 2, axis=1, keepdims=True) + 1e-6)
+        return float(np.sum(u * p["g"] * p["x"] / rms, dtype=np.float64))
+
+    def gradients(bug):
+        p = _f64(params)
+        axis = 0 if bug == "mean square over the batch" else 1
+        rms = np.sqrt(np.mean(p["x"] ** 2, axis=axis, keepdims=True) + 1e-6)
+        dy = u * p["g"]
+        dx = dy / rms - p["x"] * np.sum(dy * p["x"], axis=axis, keepdims=True) / (p["x"].shape[axis] * rms**3)
+        if bug == "without the mean-square term":
+            dx = dy / rms
+        dg = np.sum(u * p["x"] / np.sqrt(np.mean(p["x"] ** 2, axis=1, keepdims=True) + 1e-6), axis=0)
+        if bug == "dg sign":
+            dg = -dg
+        return {"x": dx, "g": dg}
+
+    bugs = [
+        Bug("without the mean-square term", ("x",)),
+        Bug("mean square over the batch", ("x",)),
+        Bug("dg sign", ("g",), "sign", -1.0),
+    ]
+    return Layer(objective, params, gradients, bugs)
+
+
+def label_smoothing(dtype, shape, rng):
+    n, d, m = shape
+    x, y, smoothing = rng.normal(size=(n, d)), rng.integers(0, m, size=n), 0.1
+    params = _cast(dtype, W=rng.normal(size=(d, m)) * 0.3)
+    targets = np.full((n, m), smoothing / m)
+    targets[np.arange(n), y] += 1 - smoothing
+
+    def objective(p):
+        scores = x @ p["W"]
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        return float(-np.sum(targets * log_probabilities) / n)
+
+    def gradients(bug):
+        probabilities = _softmax(x @ _f64(params)["W"])
+        wanted = targets
+        if bug == "targets without the smoothing":
+            wanted = np.zeros((n, m))
+            wanted[np.arange(n), y] = 1.0
+        dw = x.T @ (probabilities - wanted) / n
+        if bug == "missing 1/N":
+            dw = dw * n
+        return {"W": dw}
+
+    bugs = [Bug("targets without the smoothing", ("W",)), Bug("missing 1/N", ("W",), "scale", 8.0)]
+    return Layer(objective, params, gradients, bugs)
+
+
+def lstm_cell(dtype, shape, rng):
+    n, d, h = shape[0], shape[1], 4 if shape[2] < 16 else 8
+    x, h0, c0 = rng.normal(size=(n, d)), rng.normal(size=(n, h)), rng.normal(size=(n, h))
+    uh, uc = rng.normal(size=(n, h)), rng.normal(size=(n, h))
+    params = _cast(
+        dtype,
+        Wx=rng.normal(size=(d, 4 * h)) / math.sqrt(d),
+        Wh=rng.normal(size=(h, 4 * h)) / math.sqrt(h),
+        b=0.1 * rng.normal(size=4 * h),
+    )
+
+    def forward(p):
+        gates = x @ p["Wx"] + h0 @ p["Wh"] + p["b"]
+        i, f, o = (_sigmoid(gates[:, k * h : (k + 1) * h]) for k in range(3))
+        g = np.tanh(gates[:, 3 * h :])
+        c = f * c0 + i * g
+        return i, f, o, g, c, o * np.tanh(c)
+
+    def objective(p):
+        *_, c, hidden = forward(p)
+        return float(np.sum(uh * hidden, dtype=np.float64) + np.sum(uc * c, dtype=np.float64))
+
+    def gradients(bug):
+        p = _f64(params)
+        i, f, o, g, c, _ = forward(p)
+        tc = np.tanh(c)
+        dc = uc + uh * o * (1 - tc * tc)
+        if bug == "forgot tanh' of the cell":
+            dc = uc + uh * o
+        do = uh * tc
+        di, df, dg = dc * g, dc * (c0 if bug != "forget gate times the input gate" else i), dc * i
+        dgates = np.concatenate([di * i * (1 - i), df * f * (1 - f), do * o * (1 - o), dg * (1 - g * g)], axis=1)
+        db = dgates.sum(0)
+        if bug == "db without the output gate":
+            db[2 * h : 3 * h] = 0.0
+        return {"Wx": x.T @ dgates, "Wh": h0.T @ dgates, "b": db}
+
+    bugs = [
+        Bug("forgot tanh' of the cell", ("Wx", "Wh", "b")),
+        Bug("forget gate times the input gate", ("Wx", "Wh", "b")),
+        Bug("db without the output gate", ("b",)),
+    ]
+    return Layer(objective, params, gradients, bugs)
+
+
+def dropout_affine(dtype, shape, rng):
+    n, d, m = shape
+    keep = 0.75
+    mask = (rng.random(size=(n, d)) < keep).astype(np.float64)
+    u = rng.normal(size=(n, m))
+    params = _cast(dtype, x=rng.normal(size=(n, d)), W=rng.normal(size=(d, m)) / math.sqrt(d))
+
+    def objective(p):
+        return float(np.sum(u * ((p["x"] * mask / keep) @ p["W"]), dtype=np.float64))
+
+    def gradients(bug):
+        p = _f64(params)
+        dropped = p["x"] * mask / keep
+        dx = (u @ p["W"].T) * mask / keep
+        if bug == "dx without the mask":
+            dx = (u @ p["W"].T) / keep
+        dw = dropped.T @ u
+        if bug == "dW without 1/keep":
+            dw = (p["x"] * mask).T @ u
+        return {"x": dx, "W": dw}
+
+    bugs = [Bug("dx without the mask", ("x",)), Bug("dW without 1/keep", ("W",), "scale", keep)]
+    return Layer(objective, params, gradients, bugs)
+
+
+def residual(dtype, shape, rng):
+    n, d, _ = shape
+    u = rng.normal(size=(n, d))
+    params = _cast(dtype, x=rng.normal(size=(n, d)), W=rng.normal(size=(d, d)) / math.sqrt(d))
+
+    def objective(p):
+        return float(np.sum(u * (p["x"] + np.tanh(p["x"] @ p["W"])), dtype=np.float64))
+
+    def gradients(bug):
+        p = _f64(params)
+        t = np.tanh(p["x"] @ p["W"])
+        dpre = u * (1 - t * t)
+        dx = u + dpre @ p["W"].T
+        if bug == "forgot the skip path":
+            dx = dpre @ p["W"].T
+        if bug == "dx through W, not Wᵀ":
+            dx = u + dpre @ p["W"]
+        return {"x": dx, "W": p["x"].T @ dpre}
+
+    bugs = [Bug("forgot the skip path", ("x",)), Bug("dx through W, not Wᵀ", ("x",))]
+    return Layer(objective, params, gradients, bugs)
+
+
+def tied_embedding(dtype, shape, rng):
+    n, vocabulary, width = shape[0], 10 if shape[1] < 16 else 20, shape[2]
+    index = rng.integers(0, vocabulary, size=n)
+    u = rng.normal(size=(n, vocabulary))
+    params = _cast(dtype, E=rng.normal(size=(vocabulary, width)) / math.sqrt(width))
+
+    def objective(p):
+        return float(np.sum(u * (p["E"][index] @ p["E"].T), dtype=np.float64))
+
+    def gradients(bug):
+        e = _f64(params)["E"]
+        from_output = u.T @ e[index]
+        from_input = np.zeros_like(e)
+        np.add.at(from_input, index, u @ e)
+        if bug == "only the output use":
+            return {"E": from_output}
+        if bug == "only the input use":
+            return {"E": from_input}
+        return {"E": from_output + from_input}
+
+    bugs = [Bug("only the output use", ("E",)), Bug("only the input use", ("E",))]
+    return Layer(objective, params, gradients, bugs)
+
+
+def batchnorm_eval(dtype, shape, rng):
+    n, d, _ = shape
+    u = rng.normal(size=(n, d))
+    mean, var = rng.normal(size=d), 0.5 + rng.random(size=d)
+    params = _cast(
+        dtype, x=rng.normal(size=(n, d)) * 2 + 1, gamma=1 + 0.1 * rng.normal(size=d), beta=rng.normal(size=d)
+    )
+
+    def objective(p):
+        return float(np.sum(u * (p["gamma"] * (p["x"] - mean) / np.sqrt(var + 1e-5) + p["beta"]), dtype=np.float64))
+
+    def gradients(bug):
+        p = _f64(params)
+        std = np.sqrt(var + 1e-5)
+        dx = u * p["gamma"] / std
+        if bug == "training-mode backward":
+            xhat = (p["x"] - p["x"].mean(0)) / np.sqrt(p["x"].var(0) + 1e-5)
+            dxhat = u * p["gamma"]
+            dx = (dxhat - dxhat.mean(0) - xhat * (dxhat * xhat).mean(0)) / np.sqrt(p["x"].var(0) + 1e-5)
+        dgamma = (u * (p["x"] - mean) / std).sum(0)
+        if bug == "dgamma with the batch statistics":
+            dgamma = (u * (p["x"] - p["x"].mean(0)) / np.sqrt(p["x"].var(0) + 1e-5)).sum(0)
+        return {"x": dx, "gamma": dgamma, "beta": u.sum(0)}
+
+    bugs = [Bug("training-mode backward", ("x",)), Bug("dgamma with the batch statistics", ("gamma",))]
+    return Layer(objective, params, gradients, bugs)
 
 
 LAYERS = {
@@ -383,6 +615,13 @@ LAYERS = {
     "attention": attention,
     "gelu": gelu,
     "layernorm": layernorm,
+    "rmsnorm": rmsnorm,
+    "label_smoothing": label_smoothing,
+    "lstm_cell": lstm_cell,
+    "dropout_affine": dropout_affine,
+    "residual": residual,
+    "tied_embedding": tied_embedding,
+    "batchnorm_eval": batchnorm_eval,
 }
 
 

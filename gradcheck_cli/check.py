@@ -58,6 +58,7 @@ from .judge import (
     INCONCLUSIVE,
     KINK,
     PASSED,
+    ROUNDING_FACTOR,
     Judgement,
     Resolution,
     agreement,
@@ -79,16 +80,19 @@ from .sampling import (
 )
 from .selection import SAMPLERS, select_offsets
 from .sweep import (
+    ObservedNoise,
     PrimaryColumns,
     ProbeColumns,
     SlopeColumns,
     difference_at,
     floor_factor,
     index_columns,
+    observed_noise,
     plan_columns,
     primary_columns,
     probe_values,
     sensitivity_floors,
+    series_noise,
     slope_columns,
     stencil_estimates,
     value_epsilons,
@@ -662,14 +666,29 @@ def _confirmation_differences(planned, index: tuple, difference: CentralDifferen
     return differences
 
 
+def _confirmations(item: _Probed, k: int, center: float, counted: _Objective) -> list:
+    """Coordinate k's CentralDifferences at h and at each usable confirmation step."""
+    planned = item.planned
+    difference = _difference(planned, k, item.minus_values, center, item.plus_values)
+    return [difference, *_confirmation_differences(planned, planned.columns.coordinate(k), difference, counted)]
+
+
 def _judge_coordinate(
-    item: _Probed, k: int, center: float, probing, jitter: float, resolution: Resolution, primary: PrimaryColumns
+    item: _Probed,
+    k: int,
+    center: float,
+    differences,
+    jitter: float,
+    resolution: Resolution,
+    primary: PrimaryColumns,
+    noise: ObservedNoise | None = None,
 ) -> CoordinateCheck:
-    """Coordinate k's record, read from the ``primary`` columns at h; confirmed at the other steps
-    by calling ``probing`` when it does not pass there (None when it passes at h: no call is made)."""
+    """Coordinate k's record, read from the ``primary`` columns at h when it passes there
+    (``differences`` None); else judged from its ``differences`` at every step (:func:`_confirmations`),
+    every bar carrying the parameter's observed ``noise``."""
     planned = item.planned
     index = planned.columns.coordinate(k)
-    difference = _difference(planned, k, item.minus_values, center, item.plus_values)
+    difference = differences[0] if differences else _difference(planned, k, item.minus_values, center, item.plus_values)
     analytic = float(planned.columns.analytic[k])
     try:
         comparison = compare_gradients(analytic, difference.derivative, planned.tolerance)
@@ -679,21 +698,29 @@ def _judge_coordinate(
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
     estimates = (primary.estimate(k),)
     floor = float(primary.floor[k])
-    if primary.passed[k]:
+    if differences is None:
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
-        differences = [difference, *_confirmation_differences(planned, index, difference, probing)]
+        noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
+        if noise.units:
+            epsilons = value_epsilons(
+                [difference.minus_value], center, [difference.plus_value], noise.epsilon, _points(difference)
+            )
+            factor = floor_factor(planned.columns.analytic, planned.dtype)
+            step, point = difference.requested_step, difference.point
+            floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
         confirmations = stencil_estimates(
-            differences[1:],
+            differences,
             analytic,
-            epsilon=planned.dtype.epsilon,
+            epsilon=noise.epsilon,
             jitter=jitter,
             kink_tolerance=_kink_tolerances(
-                planned, np.array([d.requested_step for d in differences[1:]]), difference.point
+                planned, np.array([d.requested_step for d in differences]), difference.point
             ),
         )
+        first = estimates if not noise.units else ()
         estimates = with_step_sensitivity(
-            [estimates[0], *(confirmations.estimate(j) for j in range(len(differences) - 1))]
+            [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
         )
         judgement = judge_confirmed(
             estimates,
@@ -703,6 +730,8 @@ def _judge_coordinate(
             collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
             precision=planned.dtype.name,
             values_precision=_values_precision(planned, difference),
+            noise=noise.units,
+            rounding_zero=_rounding_zero(item, center, resolution),
         )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
@@ -715,16 +744,28 @@ def _judge_coordinate(
     )
 
 
+def _rounding_zero(item: _Probed, center: float, resolution: Resolution) -> float:
+    """Where every first-step probe of the parameter left f bit-identical (a stale copy, a lower
+    precision), the largest |analytic| that is zero up to rounding beside the gradients that matter:
+    all that its collapsed estimates can pass. Elsewhere (one coordinate's collapse beside others
+    that move f) a collapsed estimate bounds |f′| by its bar: no limit (inf)."""
+    if np.any(item.minus_values != center) or np.any(item.plus_values != center):
+        return math.inf
+    return ROUNDING_FACTOR * item.planned.dtype.epsilon * max(resolution.gradient, resolution.check)
+
+
 def _values_precision(planned: _PlannedParameter, difference: CentralDifference) -> str | None:
     """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
-    epsilon = float(
-        value_epsilons(
-            [difference.minus_value], difference.center_value, [difference.plus_value], planned.dtype.epsilon
-        )[0]
-    )
+    values = ([difference.minus_value], difference.center_value, [difference.plus_value])
+    epsilon = float(value_epsilons(*values, planned.dtype.epsilon, _points(difference))[0])
     if epsilon == planned.dtype.epsilon:
         return None
     return "bfloat16" if epsilon == 2.0**-7 else "float32"
+
+
+def _points(difference: CentralDifference) -> tuple:
+    """The difference's θ−h, θ, θ+h as one-element columns (for value_epsilons)."""
+    return ([difference.minus_point], [difference.point], [difference.plus_point])
 
 
 def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
@@ -738,32 +779,34 @@ def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
     }
 
 
-def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resolution: Resolution) -> DirectionalCheck:
-    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed."""
+def _judge_direction(
+    item: _Probed, counted: _Objective, jitter: float, resolution: Resolution, noise: ObservedNoise
+) -> DirectionalCheck:
+    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed,
+    every bar carrying the value ``noise`` the parameter's coordinates showed."""
     planned = item.planned
+    epsilon = noise.epsilon
     center = counted.centers[0]
     kink_tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(
-            probe, center, planned.dtype.epsilon, jitter, kink_tolerance, scale, resolution.gradient
-        )
+        return directional_estimate(probe, center, epsilon, jitter, kink_tolerance, scale, resolution.gradient)
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
     if probes:
-        values = (probes[0].minus_value, center, probes[0].plus_value)
-        step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
-        epsilons = value_epsilons([values[0]], center, [values[2]], planned.dtype.epsilon)
-        factor = floor_factor(planned.columns.analytic, planned.dtype)
-        floor = float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
+        floor = _direction_floor(planned, probes[0], center, epsilon)
         judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = _probe_direction(planned, item.original, item.displacement, factor, counted)
             if probe is not None:
                 probes.append(probe)
+        noise = _direction_noise(probes, center, noise, planned.dtype.epsilon)
+        if noise.epsilon > epsilon:  # the direction's own estimates show f's lower precision
+            epsilon = noise.epsilon
+            floor = _direction_floor(planned, probes[0], center, epsilon)
     estimates = tuple(estimate(probe) for probe in probes)
     if judgement is None and not estimates:
         judgement = Judgement(
@@ -779,6 +822,8 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
             floor=floor,
             collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
             precision=planned.dtype.name,
+            noise=noise.units,
+            rounding_zero=_rounding_zero(item, center, resolution),
         )
     first = probes[0] if probes else None
     return DirectionalCheck(
@@ -788,6 +833,31 @@ def _judge_direction(item: _Probed, counted: _Objective, jitter: float, resoluti
         plus_value=first.plus_value if first else math.nan,
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _direction_floor(planned: _PlannedParameter, probe, center: float, epsilon: float) -> float:
+    """The directional test's sensitivity floor at multiplier 1, f's values carrying ``epsilon``."""
+    step = planned.dtype.default_step(0.0) if planned.step is None else planned.step
+    epsilons = value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)
+    factor = floor_factor(planned.columns.analytic, planned.dtype)
+    return float(sensitivity_floors(step, 0.0, epsilons, planned.tolerance, factor)[0])
+
+
+def _direction_noise(probes: list, center: float, noise: ObservedNoise, epsilon: float) -> ObservedNoise:
+    """The larger of the parameter's observed ``noise`` and the one the direction's own estimates
+    show, beyond the rounding of the dtype's ``epsilon``."""
+    moved = [probe for probe in probes if not probe.minus_value == center == probe.plus_value]
+    series = [
+        (
+            probe.multiplier,
+            (probe.plus_value - probe.minus_value) / (2 * probe.multiplier),
+            1.0 / probe.multiplier,
+            max(abs(probe.minus_value), abs(center), abs(probe.plus_value)),
+        )
+        for probe in moved
+    ]
+    own = series_noise([series], epsilon)
+    return own if own.epsilon > noise.epsilon else noise
 
 
 def _largest_gradient(item: _Probed) -> float:
@@ -844,9 +914,11 @@ def _judge_parameter(
         floor_factor=floor_factor(columns.analytic, planned.dtype),
     )
     center = counted.centers[0]
+    confirmed = {k: _confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
+    noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
     judged = {
-        k: _judge_coordinate(item, k, center, counted, jitter, resolution, primary)
-        for k in np.flatnonzero(~primary.passed).tolist()
+        k: _judge_coordinate(item, k, center, differences, jitter, resolution, primary, noise)
+        for k, differences in confirmed.items()
     }
     # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
     slim = _Probed(
@@ -854,7 +926,7 @@ def _judge_parameter(
     )
     checks = CoordinateChecks(slim, center, jitter, resolution, primary, judged)
     resolution = Resolution(gradient=direction_scale, check=largest[1])
-    directional = _judge_direction(item, counted, jitter, resolution)
+    directional = _judge_direction(item, counted, jitter, resolution, noise)
     verdict = verdict_of(checks.verdicts() | {directional.verdict})
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     diagnosis = diagnose_parameter(

@@ -30,7 +30,7 @@ from .judge import (
 )
 from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
-from .sweep import estimate_columns
+from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
 __all__ = [
@@ -158,9 +158,9 @@ def check_hessian_vector_product(
         direction = {name: tangent(origins[name], index, seed) for index, name in enumerate(names)}
     v = {name: _direction_array(direction, name, origins[name].shape) for name in names}
     center = _read(gradient(parameters), names, origins, "gradient")
-    epsilon = max([coarsest.epsilon, *(_value_epsilon(values) for values in center.values())])
     probes = {1.0: _probe(gradient, hvp, parameters, origins, exact, v, h, 1.0, names)}
-    largest = max(float(np.max(np.abs(a), initial=0.0)) for a, _, _ in probes[1.0].values())
+    epsilon = _values_epsilon(center, probes[1.0], coarsest.epsilon)
+    largest = max(float(np.max(np.abs(a), initial=0.0)) for a, *_ in probes[1.0].values())
     components = {
         name: _first_judgements(probes[1.0][name], center[name], epsilon, tolerance, largest) for name in names
     }
@@ -259,12 +259,12 @@ def _read(returned, names, origins: Mapping, role: str) -> dict:
     return arrays
 
 
-def _value_epsilon(values: np.ndarray) -> float:
-    """ε of the precision the gradient's values carry: float32's when every one is a float32 value."""
-    finite = values[np.isfinite(values)]
-    if finite.size and np.array_equal(finite.astype(np.float32).astype(np.float64), finite):
-        return 2.0**-23
-    return 0.0
+def _values_epsilon(center: dict, probe: dict, epsilon: float) -> float:
+    """ε of the precision the gradient's values carry: :func:`~gradcheck_cli.sweep.value_epsilons`'
+    where every value at θ and at both probes is a number of that lower precision (a float64 θ of
+    small integers has a float32 gradient there, but not at θ ± h·v), else the parameters' ``epsilon``."""
+    epsilons = [value_epsilons(probe[name][4], center[name], probe[name][3], epsilon) for name in center]
+    return max(epsilon, min(float(np.min(values, initial=np.inf)) for values in epsilons))
 
 
 def _probe(gradient, hvp, parameters, origins, exact, v, h: float, multiplier: float, names) -> dict:
@@ -283,7 +283,7 @@ def _probe(gradient, hvp, parameters, origins, exact, v, h: float, multiplier: f
     for name in names:
         numerical = (plus_values[name] - minus_values[name]) / (2.0 * multiplier * h)
         largest = np.maximum(np.abs(plus_values[name]), np.abs(minus_values[name]))
-        probes[name] = (analytic[name], numerical, largest)
+        probes[name] = (analytic[name], numerical, largest, plus_values[name], minus_values[name])
     return probes
 
 
@@ -300,7 +300,7 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
 
 
 def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> StepEstimate:
-    analytic, numerical, largest = probe
+    analytic, numerical, largest = probe[:3]
     return estimate_columns(
         multiplier,
         [float(analytic.flat[flat])],

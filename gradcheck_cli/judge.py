@@ -16,6 +16,7 @@ __all__ = [
     "CONFIRMATION_FACTORS",
     "FLOOR_FACTOR",
     "HIGHER_PRECISION_FLOOR_FACTOR",
+    "NOISE_LIMIT",
     "ErrorBar",
     "StepEstimate",
     "Judgement",
@@ -26,6 +27,7 @@ __all__ = [
     "agreement",
     "with_step_sensitivity",
     "judge_confirmed",
+    "noise_note",
 ]
 
 #: Each objective value is trusted to ROUNDING_FACTOR·ε·|f| (ε of the parameter's dtype).
@@ -253,6 +255,29 @@ def _supported(estimates: Sequence[StepEstimate], usable: list, index: int, tole
     return False
 
 
+#: A relative error from which a gap is of the order of the gradient itself (×2, ×½, a sign).
+GROSS_ERROR = 0.5
+
+
+def _gross_disagreement(estimates: Sequence[StepEstimate], usable: list, floor: float) -> int | None:
+    """The estimate that shows a gap of the gradient's own order when no second step resolves it:
+    the one with the smallest bar among those with consistent slopes disagrees beyond the floor and
+    FAIL_MARGIN bars by at least GROSS_ERROR, and every other step's estimate is the same number
+    within their two bars (the gap persists as h changes; only their bars are wider)."""
+    consistent = [index for index in usable if estimates[index].slopes_consistent]
+    if len(usable) < 2 or not consistent:
+        return None
+    best = min(consistent, key=lambda index: (estimates[index].error_bar.total, index))
+    chosen = estimates[best]
+    if not (_disagrees(chosen, floor) and chosen.relative_error >= GROSS_ERROR):
+        return None
+    for index in usable:
+        other = estimates[index]
+        if abs(other.numerical - chosen.numerical) > FAIL_MARGIN * (other.error_bar.total + chosen.error_bar.total):
+            return None
+    return best
+
+
 def _approaching(estimates: Sequence[StepEstimate], usable: list) -> bool:
     """At the smallest step the gap is less than half that at the original step, beyond their bars:
     the estimate moves toward the analytic value as h shrinks, as truncation does, not an error."""
@@ -273,13 +298,18 @@ def judge_confirmed(
     collapsed: Sequence[bool] = (),
     precision: str = "the parameter's dtype",
     values_precision: str | None = None,
+    noise: float = 0.0,
+    rounding_zero: float = 0.0,
 ) -> Judgement:
     """The verdict from estimates at several steps (the first is the original step).
 
     ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`);
     ``collapsed[i]`` is True where f at both probes of estimate i equals f(θ) bit for bit (such
     an estimate is no evidence); ``values_precision`` names the dtype f's values are all numbers
-    of, when it is less precise than ``precision`` (an objective computed in float32). The best estimate is the usable one with the smallest bar. It
+    of, when it is less precise than ``precision`` (an objective computed in float32); ``noise`` the
+    value noise the parameter's estimates showed, in units of ε (0: none beyond rounding), when the
+    bars already carry it; ``rounding_zero`` the largest |a| that is zero up to the rounding of
+    the gradients beside it, the only analytic value a collapsed estimate can pass. The best estimate is the usable one with the smallest bar. It
     passes when an estimate agrees within the best one's threshold (or the resolution clauses
     of :func:`judge_primary`) and another step backs it; it fails when the best estimate's gap
     exceeds the floor and FAIL_MARGIN bars, its bar counting how far it moves to another step.
@@ -302,13 +332,13 @@ def judge_confirmed(
             index == best,
         )
         and _supported(estimates, every, index, tolerance, floor)
+        and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > rounding_zero)
     ]
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
         return Judgement(
             verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], tolerance, floor, unit)
         )
-    # f bit-identical at both probes bounds |f'| by the bar (the zero clause above), never more.
     usable = [index for index in every if not (collapsed and collapsed[index])]
     if not usable:
         return Judgement(verdict=INCONCLUSIVE, decided_at=0, reason=_collapse(estimates[0], unit, precision))
@@ -319,7 +349,14 @@ def judge_confirmed(
         return Judgement(
             verdict=FAILED, decided_at=best, reason=_disagreement(estimates, usable, best, tolerance, floor, unit)
         )
-    note = _precision_note(estimates, usable, precision)
+    # A part of f frozen below its lower precision's quantum at every step can hide any gradient.
+    lower = noise or values_precision is not None
+    gross = None if lower else _gross_disagreement(estimates, usable, floor)
+    if gross is not None and not approaching:
+        return Judgement(
+            verdict=FAILED, decided_at=gross, reason=_disagreement(estimates, usable, gross, tolerance, floor, unit)
+        )
+    note = noise_note(noise, precision) if noise else _precision_note(estimates, usable, precision)
     if values_precision is not None:
         note += (
             f"; f's values are all {values_precision} numbers: the objective computes in lower precision than "
@@ -356,8 +393,11 @@ def _precision_note(estimates: Sequence[StepEstimate], usable: list, precision: 
         return ""
     smallest, next_one = estimates[ordered[0]], estimates[ordered[1]]
     units = abs(smallest.numerical - next_one.numerical) / (smallest.error_bar.rounding / ROUNDING_FACTOR)
-    if units <= NOISE_LIMIT:
-        return ""
+    return noise_note(units, precision) if units > NOISE_LIMIT else ""
+
+
+def noise_note(units: float, precision: str) -> str:
+    """The reason's note when f's values vary by ``units``·ε·|f|, far above the rounding of ``precision``."""
     return (
         f"; f's values vary by about {units:.0f}·ε·|f| between steps, far above the rounding of {precision}: "
         "the objective computes in lower precision inside (float32?), or is noisy"

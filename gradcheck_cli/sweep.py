@@ -24,6 +24,7 @@ from .estimator import CentralDifference, difference_from_values, evaluated_valu
 from .judge import (
     FLOOR_FACTOR,
     HIGHER_PRECISION_FLOOR_FACTOR,
+    NOISE_LIMIT,
     ROUNDING_FACTOR,
     ErrorBar,
     Resolution,
@@ -51,6 +52,9 @@ __all__ = [
     "sensitivity_floors",
     "floor_factor",
     "value_epsilons",
+    "ObservedNoise",
+    "observed_noise",
+    "series_noise",
 ]
 
 
@@ -412,6 +416,7 @@ def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jit
     """The EstimateColumns of one coordinate's CentralDifferences (its confirmation steps)."""
     fields = ("minus_value", "center_value", "plus_value", "left_slope", "right_slope", "derivative")
     fields += ("minus_spacing", "plus_spacing", "left_weight", "right_weight", "requested_step")
+    fields += ("minus_point", "point", "plus_point")
     values = {name: np.array([getattr(d, name) for d in differences], dtype=np.float64) for name in fields}
     return _stencil_columns(
         values["requested_step"],
@@ -424,13 +429,15 @@ def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jit
         epsilon=epsilon,
         jitter=jitter,
         kink_tolerance=kink_tolerance,
+        points=(values["minus_point"], values["point"], values["plus_point"]),
     )
 
 
 def _stencil_columns(
-    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance
+    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance, points
 ):
-    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance."""
+    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance
+    (``points`` the probes and θ, for :func:`value_epsilons`)."""
     minus_spacing, plus_spacing, left_weight, right_weight = stencil
     with np.errstate(all="ignore"):
         left, right = slopes.left, slopes.right
@@ -445,7 +452,7 @@ def _stencil_columns(
         analytic,
         slopes.derivative,
         largest_value=largest_value,
-        epsilons=value_epsilons(minus_values, center, plus_values, epsilon),
+        epsilons=value_epsilons(minus_values, center, plus_values, epsilon, points),
         jitter=jitter,
         gain=gain,
         consistent=consistent,
@@ -499,6 +506,7 @@ def primary_columns(
     :func:`floor_factor`'s.
     """
     stencil = (columns.minus_spacing, columns.plus_spacing, columns.left_weight, columns.right_weight)
+    points = (columns.minus_point, columns.theta, columns.plus_point)
     estimates = _stencil_columns(
         columns.step,
         columns.analytic,
@@ -510,12 +518,15 @@ def primary_columns(
         epsilon=epsilon,
         jitter=jitter,
         kink_tolerance=kink_tolerance,
+        points=points,
     )
-    floor = sensitivity_floors(
-        columns.step, columns.theta, value_epsilons(minus_values, center, plus_values, epsilon), tolerance, floor_factor
-    )
+    epsilons = value_epsilons(minus_values, center, plus_values, epsilon, points)
+    floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
         passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
+    # f bit-identical at every probe of the parameter is no evidence for a nonzero gradient: confirm.
+    if np.all(minus_values == center) and np.all(plus_values == center):
+        passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution
     return PrimaryColumns(estimates, floor, passed)
 
 
@@ -558,19 +569,95 @@ def floor_factor(analytic: np.ndarray, dtype: ProbeDtype) -> float:
     return FLOOR_FACTOR if own.all() else HIGHER_PRECISION_FLOOR_FACTOR
 
 
-def value_epsilons(minus_values, center, plus_values, epsilon: float):
+def value_epsilons(minus_values, center, plus_values, epsilon: float, points=None):
     """ε of the precision f's values carry, for each coordinate's three values: float32's (bfloat16's)
     where all three are numbers of it. An objective computed in float32 for float64 parameters
-    returns float32 values; the bar must use their rounding, not the parameters'."""
+    returns float32 values; the bar must use their rounding, not the parameters'. With ``points``
+    (θ−h, θ, θ+h columns), that is evidence only where some point is no number of that precision:
+    a float64 objective exact at small integers and a dyadic step returns such numbers too."""
     minus_values, plus_values = np.asarray(minus_values, dtype=np.float64), np.asarray(plus_values, dtype=np.float64)
     if epsilon >= 2.0**-7:
         return np.full(minus_values.shape, epsilon)
-    with np.errstate(all="ignore"):
-        singles = [np.asarray(values, dtype=np.float64).astype(np.float32) for values in (minus_values, center)]
-        singles.append(plus_values.astype(np.float32))
-    single = np.ones(minus_values.shape, dtype=bool)
-    half = np.ones(minus_values.shape, dtype=bool)
-    for values, rounded in zip((minus_values, center, plus_values), singles):
+    single, half = _lower_precision_numbers((minus_values, center, plus_values), minus_values.shape)
+    if points is not None:
+        single_points, half_points = _lower_precision_numbers(points, minus_values.shape)
+        single &= ~single_points
+        half &= ~(half_points & single_points)
+    return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+
+
+def _lower_precision_numbers(columns, shape) -> tuple:
+    """Where every column's value is a float32 number, and where also a bfloat16 one."""
+    single = np.ones(shape, dtype=bool)
+    half = np.ones(shape, dtype=bool)
+    for values in columns:
+        values = np.asarray(values, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            rounded = values.astype(np.float32)
         single &= rounded.astype(np.float64) == values
         half &= (rounded.view(np.uint32) & 0xFFFF) == 0
-    return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+    return single, half
+
+
+#: The largest value noise, relative to |f|, read as a lower precision inside: float32's rounding
+#: with room for cancellation (2⁻¹⁶, 256 float32 ulps). A larger spread is the estimates' truncation
+#: or a corner (a hinge crossed at 10h), not a precision; so only a float64 parameter's objective is
+#: ever found to compute in lower precision this way (float32's own NOISE_LIMIT·ε is above it).
+LOWEST_PRECISION = 2.0**-16
+
+
+@dataclass(frozen=True)
+class ObservedNoise:
+    """The noise f's values show beyond the parameters' rounding, as a relative ε of |f|.
+
+    ``epsilon`` is what each value is trusted to relative to |f| (at least the dtype's ε), ``units``
+    that noise in units of the dtype's ε (0 when none is evidenced).
+    """
+
+    epsilon: float
+    units: float
+
+
+def observed_noise(stencils, epsilon: float) -> ObservedNoise:
+    """The largest value noise, relative to |f|, that the confirmed coordinates' estimates show.
+
+    ``stencils`` holds each coordinate's CentralDifferences at its steps (see :func:`series_noise`).
+    """
+    series = []
+    for differences in stencils:
+        usable = [d for d in differences if not d.minus_value == d.center_value == d.plus_value]
+        values = [max(abs(d.minus_value), abs(d.center_value), abs(d.plus_value)) for d in usable]
+        series.append([(d.requested_step, d.derivative, _gain(d), v) for d, v in zip(usable, values)])
+    return series_noise(series, epsilon)
+
+
+def series_noise(series, epsilon: float) -> ObservedNoise:
+    """The largest value noise, relative to |f|, that estimates at several steps show.
+
+    ``series`` holds, for each coordinate (or direction), a (step, estimate, gain, max|f|) for each
+    step whose probes moved f. Estimates at two adjacent steps differ by at most the noise of
+    their values through their stencils' gains (and their truncation, which is far smaller at the
+    steps tried, or else beyond a float32 inside's rounding: LOWEST_PRECISION·|f|). Beyond
+    NOISE_LIMIT·ε that is no rounding of the dtype: the objective computes in lower precision
+    inside (a float32 part whose staircase the probes may straddle or not), and every bar of the
+    parameter carries that noise (docs/method.md, "Verdicts").
+    """
+    largest = 0.0
+    for estimates in series:
+        ordered = sorted(estimates)
+        for (_, small, small_gain, small_value), (_, large, large_gain, large_value) in zip(ordered, ordered[1:]):
+            values = max(small_value, large_value)
+            noise = abs(small - large) / (small_gain + large_gain)
+            if values > 0.0 and noise <= LOWEST_PRECISION * values:  # beyond: truncation, not rounding
+                largest = max(largest, noise / values)
+    units = largest / epsilon
+    if not units > NOISE_LIMIT:
+        return ObservedNoise(epsilon=epsilon, units=0.0)
+    return ObservedNoise(epsilon=largest, units=units)
+
+
+def _gain(difference) -> float:
+    """How far an error of 1 in each of the difference's values can move its estimate."""
+    left = difference.left_weight / difference.minus_spacing
+    right = difference.right_weight / difference.plus_spacing
+    return left + right + abs(left - right)

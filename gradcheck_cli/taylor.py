@@ -35,6 +35,7 @@ from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .splitmix import MASK64, splitmix64, splitmix64_array
+from .sweep import value_epsilons
 from .tensors import plain_view, write_back
 
 __all__ = [
@@ -361,6 +362,8 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     else:
         threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
         verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
+        if reason == "rounding level" and any(point.value == center for point in evaluated):
+            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
     return TaylorResult(
         parameters=names,
         dtypes=tuple(str(problem.parameters[name].dtype) for name in names),
@@ -467,7 +470,27 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
         _unchanged(problem.parameters, entries, arrays)
     finally:
         restore()
-    return center, final, epsilon, points
+    return center, final, *_at_values_precision(points, center, epsilon)
+
+
+def _at_values_precision(points: list, center: float, epsilon: float) -> tuple:
+    """(ε_f, points) with ε_f the ε that f's values carry (float32's where every value is a float32
+    number: an objective computing in float32 for float64 parameters) and each point's floor at it."""
+    values = np.array([point.value for point in points if point.state == "ok"], dtype=np.float64)
+    if not len(values):
+        return epsilon, points
+    values_epsilon = float(np.min(value_epsilons(values, center, values, epsilon)))
+    if values_epsilon <= epsilon:
+        return epsilon, points
+    widened = []
+    for point in points:
+        if point.state == "ok":
+            floor = point.rounding_floor + (values_epsilon - epsilon) * (abs(center) + abs(point.value))
+            point = replace(
+                point, rounding_floor=floor, usable=point.usable and point.absolute_remainder >= ROUNDING_MARGIN * floor
+            )
+        widened.append(point)
+    return values_epsilon, widened
 
 
 def _unchanged(parameters: Mapping, entries: dict, arrays: dict) -> None:
@@ -510,7 +533,7 @@ def _evaluated_point(step, norm, value, center, epsilon, gradients, deltas) -> T
         absolute_remainder=abs(remainder),
         rounding_floor=floor,
         state="ok",
-        usable=abs(remainder) >= ROUNDING_MARGIN * floor,
+        usable=abs(remainder) >= ROUNDING_MARGIN * floor and value != center,  # f unchanged: no evidence
     )
 
 

@@ -112,3 +112,41 @@ def test_the_package_exports_the_hessian_check():
 
     assert gradcheck_cli.check_hessian_vector_product is hessian.check_hessian_vector_product
     assert gradcheck_cli.hessian_problem is hessian.hessian_problem
+
+
+def _integer_problem(seed: int):
+    """∇f = A x + x³ of a float64 x of small integers, A symmetric with integer entries: ∇f(θ) is
+    made of integers (float32 numbers), ∇f(θ ± h·v) is not."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-4, 5, size=6).astype(np.float64)
+    a = rng.integers(-3, 4, size=(6, 6)).astype(np.float64)
+    a = a + a.T
+    return x, a, lambda p: {"x": a @ p["x"] + p["x"] ** 3}, a + np.diag(3 * x**2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_float64_parameters_of_small_integers_keep_float64_bars(seed):
+    """The values' precision is read at the probes too: a float64 θ of integers is no float32
+    objective. Its bars were float32's (rounding 5.7e-6 at |∇f| ≈ 10); a relative 1e-3 (and 1e-5)
+    error in the hvp fails, the right one passes."""
+    x, _, gradient, hessian = _integer_problem(seed)
+    right = check_hessian_vector_product(gradient, lambda w: {"x": hessian @ w["x"]}, {"x": x})
+    assert right.verdict == "passed"
+    for error in (1e-3, 1e-5):
+        wrong = check_hessian_vector_product(gradient, lambda w: {"x": (1 + error) * (hessian @ w["x"])}, {"x": x})
+        assert wrong.verdict == "failed"
+        for component in wrong.parameters[0].unpassed:
+            assert all(estimate.error_bar.rounding < 1e-9 for estimate in component.estimates)
+
+
+def test_a_gradient_computed_in_float32_for_float64_parameters_carries_float32_bars():
+    x, a, _, hessian = _integer_problem(3)
+    x = x + np.random.default_rng(3).normal(size=6)
+
+    def gradient(p):
+        t = p["x"].astype(np.float32)
+        return {"x": (a.astype(np.float32) @ t + t**3).astype(np.float64)}
+
+    hessian = a + np.diag(3 * x**2)
+    report = check_hessian_vector_product(gradient, lambda w: {"x": hessian @ w["x"]}, {"x": x})
+    assert report.verdict != "failed"

@@ -454,3 +454,23 @@ def test_a_float32_gradient_computed_in_float64_is_held_to_the_estimates_floor_n
     assert all(abs(error - 5e-4) < 1e-6 for error in errors)
     in_float32 = wrong.astype(np.float32).astype(np.float64)
     assert check_gradients(objective, {"x": theta.copy()}, {"x": in_float32}, samples="all").verdict == PASSED
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (16,)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bfloat16_sum_of_squares_fails_a_doubled_or_sign_flipped_gradient(shape, seed):
+    """f = Σx² of bfloat16 x: the three-point estimate is exact for a quadratic (2x), a ×2 or sign
+    error is a gap of |g| itself, beyond 2 bars at h while h/10's bar (1.2 at |f| ≈ 1) is wider than
+    the gap: the same number at every step, the gap fails (it was inconclusive before; the coordinates near 0, |g| ≈ 0.2 beside a bar of
+    0.13, may stay inconclusive)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.random.default_rng(seed).normal(size=shape).astype(ml_dtypes.bfloat16)
+    gradient = 2 * x.astype(np.float64)
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"].astype(np.float64) ** 2))
+
+    assert check_gradients(objective, {"x": x}, {"x": gradient}).verdict == PASSED
+    for wrong in (2 * gradient, -gradient):
+        report = check_gradients(objective, {"x": x}, {"x": wrong})
+        assert report.verdict == FAILED and report.parameters[0].checks.verdict_count(PASSED) == 0

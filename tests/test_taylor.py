@@ -96,6 +96,32 @@ def test_float32_parameters_are_probed_in_float32():
     assert wrong.verdict == "failed"
 
 
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (64,)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_float32_values_of_float64_parameters_set_the_floor_and_collapsed_steps_are_no_evidence(shape, seed):
+    """f = float32(Σ float32(x)²) returned as a Python float for float64 x: below h ≈ 1e-4 f moves by
+    float32 ulps (6e-8 at |f| ≈ 1) or not at all, R = −g·Δ there, which fitted as first order
+    and failed. f's values are all float32 numbers: ε₃₂ sets the floor, and a value equal to f(x)
+    bit for bit is no point of the fit."""
+    x = np.random.default_rng(seed).normal(size=shape)
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"].astype(np.float32) ** 2, dtype=np.float32))
+
+    result = taylor_test(GradientProblem(objective, {"x": x}, {"x": 2 * x}))
+    assert result.epsilon == 2.0**-23
+    assert (result.verdict, result.reason) == ("pass", "second order")
+    assert not any(point.usable and point.value == result.center_value for point in result.points)
+    assert taylor_test(GradientProblem(objective, {"x": x}, {"x": 2.2 * x})).verdict != "pass"
+
+
+def test_an_objective_that_never_moves_is_inconclusive_not_a_pass():
+    x = np.random.default_rng(4).normal(size=6)
+    stale = x.copy()
+    result = taylor_test(GradientProblem(lambda p: float(np.sum(stale**2)), {"x": x}, {"x": 2 * x}))
+    assert result.verdict != "pass"
+
+
 def test_linear_objective_is_at_rounding_level_and_passes():
     # f = c·x: the right gradient leaves nothing but rounding in R(h). This
     # is a pass ("rounding level"): a first-order error as small as the
