@@ -1,6 +1,6 @@
 """The benchmarks' objective: the mean NLL as a user's numpy model computes it.
 
-:func:`gradcheck_cli.nll.indexed_mean_nll` computes the same loss in the
+:func:`gradcheck_cli.chapter.nll.indexed_mean_nll` computes the same loss in the
 chapter's arithmetic, libm ``exp``/``log`` and left-to-right sums, so that its
 last bits are the same on every CPU; that costs a Python loop over every
 logit (about 0.2 s for [64, 50257], some 30–40× the vectorized form). A user's

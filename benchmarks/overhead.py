@@ -13,7 +13,7 @@ place, calling the objective and restoring the element, and nothing else.
 1. The mean NLL over [64, 50257] float64 logits, 64 coordinates: check ÷ bare
    loop (CPU time, median of per-round ratios). Goal ≤ 1.02. The objective is
    the vectorized NLL of `_objectives.py` (about 6 ms a call); --library-nll
-   uses `gradcheck_cli.nll.indexed_mean_nll` (about 0.2 s a call).
+   uses `gradcheck_cli.chapter.nll.indexed_mean_nll` (about 0.2 s a call).
 2. Per-probe cost with a trivial objective, [256, 256] float64, at 1024 and
    65,536 (every) coordinates, the cyclic GC on: (check − bare) ÷ calls in
    µs, and the check's time as a ratio to the bare loop's (goal ≤ 8).
@@ -36,11 +36,11 @@ import sys
 import numpy as np
 
 import _baseline
+import gradcheck_cli as chapter_api  # the package root exports the chapter's check, wherever it lives
 from _common import header, interleaved, malloc_line, median, spread, verdict, with_steady_malloc
 from _objectives import mean_nll, mean_nll_gradient
 from gradcheck_cli import check as check_module
-from gradcheck_cli import tensors as tensors_module
-from gradcheck_cli.nll import indexed_mean_nll
+from gradcheck_cli.chapter.nll import indexed_mean_nll
 
 NLL_SHAPE = (64, 50257)
 NLL_SAMPLES = 64
@@ -106,7 +106,7 @@ def bare_loop(parameters, calls: int, objective, argument, python_floats=False):
     an equivalent loop whose timing against the first shows how far two
     equivalent code paths differ on this machine.
     """
-    coordinates = [sample.coordinate for sample in tensors_module.sample_tensor_coordinates(parameters.shape, calls)]
+    coordinates = [sample.coordinate for sample in chapter_api.sample_tensor_coordinates(parameters.shape, calls)]
     plan = [(coordinates[k % len(coordinates)], STEP if k % 2 else -STEP) for k in range(calls)]
 
     def run():
@@ -123,9 +123,9 @@ def bare_loop(parameters, calls: int, objective, argument, python_floats=False):
 
 def checks_of(baseline) -> list:
     """(label, module of check_gradients, module of the chapter's check) for this code and the baseline."""
-    checks = [("", check_module, tensors_module)]
+    checks = [("", check_module, chapter_api)]
     if baseline is not None:
-        checks.append(("baseline ", _baseline.submodule("check"), _baseline.submodule("tensors")))
+        checks.append(("baseline ", _baseline.submodule("check"), baseline))
     return checks
 
 
@@ -190,7 +190,11 @@ def nll_overhead(repeats, library_nll, baseline):
     def loss(values):
         return loss_function(values, targets)
 
-    name = "gradcheck_cli.nll.indexed_mean_nll" if library_nll else "vectorized numpy mean NLL (_objectives.mean_nll)"
+    name = (
+        "gradcheck_cli.chapter.nll.indexed_mean_nll"
+        if library_nll
+        else "vectorized numpy mean NLL (_objectives.mean_nll)"
+    )
     print(f"1. harness overhead: {name} over {list(NLL_SHAPE)} float64 logits, {NLL_SAMPLES} coordinates")
     counter = Counter()
     contenders, pairs, outcomes = build(
@@ -264,7 +268,7 @@ def main():
     parser.add_argument(
         "--library-nll",
         action="store_true",
-        help="use gradcheck_cli.nll.indexed_mean_nll (libm arithmetic, ~0.2 s a call: minutes a round; use --repeats 1)",
+        help="use gradcheck_cli.chapter.nll.indexed_mean_nll (libm arithmetic, ~0.2 s a call: minutes a round; use --repeats 1)",
     )
     parser.add_argument("--baseline", metavar="PATH", help="a checkout whose checks are timed in the same rounds")
     parser.add_argument("--natural-malloc", action="store_true", help="leave glibc's malloc trimming as it is")

@@ -26,9 +26,9 @@ import sys
 import numpy as np
 
 import _baseline
+import gradcheck_cli as chapter_api  # the package root exports the chapter's check, wherever it lives
 from _common import header, interleaved, median, verdict
 from gradcheck_cli import check as check_module
-from gradcheck_cli import tensors as tensors_module
 from overhead import STEP, TOLERANCE, bare_loop
 
 NAME = "x"
@@ -83,11 +83,11 @@ def main():
     arguments = parser.parse_args()
 
     header("the probe loop: the checks ÷ a bare perturb/call/restore loop, objective `lambda p: 0.0`")
-    checkouts = [("", (check_module, tensors_module))]
+    checkouts = [("", (check_module, chapter_api))]
     if arguments.baseline:
-        _, description = _baseline.load(arguments.baseline)
+        baseline, description = _baseline.load(arguments.baseline)
         print(f"baseline: {description}, timed in the same rounds as `baseline ...`")
-        checkouts.append(("baseline ", (_baseline.submodule("check"), _baseline.submodule("tensors"))))
+        checkouts.append(("baseline ", (_baseline.submodule("check"), baseline)))
     size = int(np.prod(arguments.shape))
     parameters = np.linspace(-1.0, 1.0, size).reshape(arguments.shape)
     gradient = np.zeros_like(parameters)  # the gradient of 0.0: every coordinate passes at its first step

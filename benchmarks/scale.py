@@ -42,8 +42,9 @@ def rss_child(elements: int, function: str) -> dict:
     """Runs in a fresh interpreter: allocate, check with ``function``, and report memory as JSON."""
     import numpy as np
 
+    from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
+    from gradcheck_cli.chapter.sampling import sample_tensor_coordinates
     from gradcheck_cli.check import check_gradients
-    from gradcheck_cli.tensors import sample_tensor_coordinates, sampled_tensor_gradient_check
 
     baseline_kb = status_kb("VmRSS")
     side = math.isqrt(elements)

@@ -9,28 +9,28 @@ every perturbed value (chapter 13 of the course, in Python, bit for bit).
 from .cli_errors import __all__ as _cli_error_names
 from .errors import *  # noqa: F403
 from .errors import __all__ as _error_names
-from .estimator import (
-    CentralDifference,
-    GradientComparison,
-    OneSidedSlopeComparison,
-    ScalarGradientCheck,
-    central_difference,
-    compare_gradients,
-    compare_one_sided_slopes,
-    scalar_gradient_check,
-)
 
 __version__ = "0.1.0"
 
+_ESTIMATOR_NAMES = (
+    "CentralDifference",
+    "GradientComparison",
+    "OneSidedSlopeComparison",
+    "ScalarGradientCheck",
+    "central_difference",
+    "compare_gradients",
+    "compare_one_sided_slopes",
+    "scalar_gradient_check",
+)
 _TENSOR_NAMES = ("CoordinateGradientCheck", "TensorGradientCheck", "sampled_tensor_gradient_check")
 
-# Everything but the scalar estimator is loaded on first use: the tensor API and the checks of a
-# user's problem need numpy, and even the numpy-free modules cost start-up time that
-# `gradcheck quadratic` should not pay.
+# Everything is loaded on first use: the tensor API and the checks of a user's problem need numpy,
+# and even the numpy-free modules cost start-up time that `gradcheck --help` should not pay.
 _LAZY_MODULES = {
-    **dict.fromkeys(("SampledCoordinate", "sample_tensor_coordinates"), "sampling"),
-    **dict.fromkeys(("StepScanRecord", "error_regimes", "step_scan"), "scan"),
-    **dict.fromkeys(_TENSOR_NAMES, "tensors"),
+    **dict.fromkeys(_ESTIMATOR_NAMES, "chapter.estimator"),
+    **dict.fromkeys(("SampledCoordinate", "sample_tensor_coordinates"), "chapter.sampling"),
+    **dict.fromkeys(("StepScanRecord", "error_regimes", "step_scan"), "chapter.scan"),
+    **dict.fromkeys(_TENSOR_NAMES, "chapter.sampled"),
     **dict.fromkeys(
         (
             "check_gradients",
@@ -56,14 +56,6 @@ _LAZY_MODULES = {
 
 __all__ = [
     "__version__",
-    "CentralDifference",
-    "GradientComparison",
-    "OneSidedSlopeComparison",
-    "ScalarGradientCheck",
-    "central_difference",
-    "compare_gradients",
-    "compare_one_sided_slopes",
-    "scalar_gradient_check",
     *_LAZY_MODULES,
     *_error_names,
 ]

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .chapter.estimator import CentralDifference, central_difference, validate_step, validate_steps
+from .chapter.sampling import sample_tensor_coordinates
 from .dtypes import dtype_perturbations, probe_dtype
 from .errors import (
     AtCoordinate,
@@ -28,9 +30,7 @@ from .errors import (
     TooFewAcceptedSteps,
     UnrepresentablePoint,
 )
-from .estimator import CentralDifference, central_difference, validate_step, validate_steps
 from .records import Record, same_bits
-from .sampling import sample_tensor_coordinates
 
 __all__ = [
     "DEFAULT_RATIO",

@@ -20,6 +20,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
+from .chapter.estimator import (
+    CentralDifference,
+    GradientComparison,
+    OneSidedSlopeComparison,
+    compare_gradients,
+    compare_one_sided_slopes,
+    difference_from_values,
+    evaluated_value,
+    validate_step,
+    validate_tolerance,
+)
+from .chapter.formatting import rust_list
+from .chapter.sampling import (
+    CHECKED_COORDINATE_BYTES,
+    ParameterSample,
+    SampledCoordinate,
+    coordinate_from_offset,
+    offset_from_coordinate,
+    validate_samples,
+    validate_selection,
+)
 from .defaults import CHECK_SAMPLES
 from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
 from .directional import Direction, DirectionScale, DirectionalCheck, directional_estimate, probe_direction
@@ -39,18 +60,6 @@ from .errors import (
     UnknownSampler,
     ZeroSamples,
 )
-from .estimator import (
-    CentralDifference,
-    GradientComparison,
-    OneSidedSlopeComparison,
-    compare_gradients,
-    compare_one_sided_slopes,
-    difference_from_values,
-    evaluated_value,
-    validate_step,
-    validate_tolerance,
-)
-from .formatting import rust_list
 from .judge import (
     CONFIRMATION_FACTORS,
     FAILED,
@@ -69,15 +78,6 @@ from .judge import (
 )
 from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
 from .records import Record, float_bits, same_array_bits
-from .sampling import (
-    CHECKED_COORDINATE_BYTES,
-    ParameterSample,
-    SampledCoordinate,
-    coordinate_from_offset,
-    offset_from_coordinate,
-    validate_samples,
-    validate_selection,
-)
 from .selection import SAMPLERS, select_offsets
 from .sweep import (
     ObservedNoise,

@@ -22,11 +22,11 @@ from typing import NamedTuple
 import click
 
 from . import __version__, output, render
+from .chapter.formatting import rust_debug
 from .cli_errors import CommandLineError
 from .errors import (
     GradCheckError,
 )
-from .formatting import rust_debug
 
 __all__ = [
     "EXIT_OK",
@@ -44,6 +44,8 @@ __all__ = [
     "run",
     "main",
     "SUBCOMMANDS",
+    "Subcommand",
+    "summary",
 ]
 
 EXIT_OK = 0
@@ -188,16 +190,9 @@ def run(output_format: str, compute) -> None:
     ctx.exit(_stream(text, rest, exit_status(report)))
 
 
-#: How the library's messages name a parameter, and the same words with the flag that sets it.
-FLAG_NAMES = {"with jobs=1": "with jobs=1 (--jobs 1)"}
-
-
 def in_flags(error: GradCheckError) -> str:
     """The library's message of ``error`` with the flags of the command line beside the parameters it names."""
-    message = str(error)
-    for words, with_flag in FLAG_NAMES.items():
-        message = message.replace(words, with_flag)
-    return message
+    return render.in_flags(str(error))
 
 
 def _stream(text: str, rest, status: int) -> int:
@@ -283,10 +278,11 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
 class GradcheckGroup(click.Group):
     """click's group with gradcheck's error contract: one line on stderr, exit 2, no traceback.
 
-    Subcommands in ``lazy_commands`` (name → ``"module:command"``, a module of
+    Subcommands in ``lazy_commands`` (name → :class:`Subcommand`, a module of
     this package) are imported the first time they are asked for, click's
     documented lazy-group pattern: running one subcommand builds only its
-    options, while ``--help`` and a misspelt name load them all.
+    options, ``--help`` lists their summaries without importing them, and a
+    misspelt name loads them all.
     """
 
     def __init__(self, *args, lazy_commands=None, **kwargs):
@@ -298,9 +294,16 @@ class GradcheckGroup(click.Group):
 
     def get_command(self, ctx, name):
         if name not in self.commands and name in self.lazy_commands:
-            module, command = self.lazy_commands[name].split(":")
+            module, command = self.lazy_commands[name].target.split(":")
             self.add_command(getattr(importlib.import_module(f".commands.{module}", __package__), command), name)
         return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        """click's listing of the subcommands, from their summaries: ``--help`` imports none of them."""
+        rows = [(name, self.lazy_commands[name].summary) for name in sorted(self.lazy_commands)]
+        rows += [(name, command.get_short_help_str()) for name, command in sorted(self.commands.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(dict(rows).items()))
 
     def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in self.lazy_commands:
@@ -376,20 +379,41 @@ class ChapterDefault:
 
 # ---------------------------------------------------------------- commands
 
+
+class Subcommand(NamedTuple):
+    """Where a subcommand's command object is (``"module:command"`` in ``commands/``), and its summary,
+    the command's ``short_help``: what ``gradcheck --help`` lists without importing the module."""
+
+    target: str
+    summary: str
+
+
 #: Every subcommand: ``gradcheck X`` is the command object in ``commands/X.py``. A module is
 #: imported only when its subcommand runs, so ``gradcheck quadratic`` builds 6 options, not 49.
 SUBCOMMANDS = {
-    "demo": "demo:demo",
-    "quadratic": "quadratic:quadratic",
-    "scan": "scan:scan",
-    "identity": "identity:identity",
-    "kink": "kink:kink",
-    "nll": "nll:nll_command",
-    "sample": "sample:sample",
-    "check": "check:check",
-    "taylor": "taylor:taylor",
-    "schema": "schema:schema",
+    "demo": Subcommand("demo:demo", "The chapter's whole demo, in the chapter's order."),
+    "quadratic": Subcommand("quadratic:quadratic", "q(θ) = θ²: one central difference and its candidates."),
+    "scan": Subcommand("scan:scan", "g(θ) = θ³ − 2θ: one check per step, with its error regime."),
+    "identity": Subcommand("identity:identity", "f(x) = x with unequal actual spacings: the estimate is 1."),
+    "kink": Subcommand("kink:kink", "f(x) = |x|: a false pass at the corner, which the slopes expose."),
+    "nll": Subcommand("nll:nll_command", "Indexed mean NLL: sampled logit coordinates against a gradient."),
+    "sample": Subcommand("sample:sample", "The deterministic coordinate sampler, or the coordinates check probes."),
+    "check": Subcommand("check:check", "Check your own gradients, coordinate by coordinate."),
+    "taylor": Subcommand("taylor:taylor", "The Taylor-remainder test of your gradient: no tolerance needed."),
+    "schema": Subcommand("schema:schema", "The JSON Schema of each document --json writes."),
 }
+
+
+def summary(name: str) -> str:
+    """The ``short_help`` of subcommand ``name``, from :data:`SUBCOMMANDS`."""
+    return SUBCOMMANDS[name].summary
+
+
+def _print_version(ctx, parameter, value) -> None:
+    # click's version_option would translate its help text at import time, which loads locale.
+    if value and not ctx.resilient_parsing:
+        click.echo(f"gradcheck {__version__}")
+        ctx.exit()
 
 
 @click.group(
@@ -407,7 +431,14 @@ SUBCOMMANDS = {
         "stdout goes away."
     ),
 )
-@click.version_option(__version__, "--version", prog_name="gradcheck", message="%(prog)s %(version)s")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main():
     """Check gradients before trusting backpropagation.
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formatting import rust_list
+from .chapter.formatting import rust_list
 from .records import Record
 
 __all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
@@ -239,7 +239,7 @@ def diagnose_parameter(
             factor=None,
             where=where,
             message=f"{where} fails at least, and the directional test shows more error than the failing "
-            "coordinates explain: check every coordinate (--samples all)",
+            "coordinates explain: check every coordinate (samples='all')",
         )
     if where is not None:
         factor = None if ratio is None else _nice(ratio)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
+from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
-from .estimator import evaluated_value
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
 from .records import Record
 from .splitmix import splitmix64_array

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .chapter.estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
 from .errors import NonFinitePoint, UnsupportedDtype
-from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
 from .records import Record
 
 __all__ = [
@@ -179,7 +179,7 @@ def dtype_perturbations(point: float, step: float, dtype: ProbeDtype) -> ProbeGe
     Returns
     -------
     ProbeGeometry
-        For float64 exactly :func:`~gradcheck_cli.estimator.perturbations`
+        For float64 exactly :func:`~gradcheck_cli.chapter.estimator.perturbations`
         (the chapter's fl(θ∓h), IEEE-correct already). For float32 and
         bfloat16, the exact θ ∓ h rounded once into the dtype; a probe that
         rounds back to θ is the chapter's PerturbationUnchanged, one that

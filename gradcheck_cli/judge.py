@@ -367,7 +367,7 @@ def judge_confirmed(
             verdict=INCONCLUSIVE,
             decided_at=best,
             reason=f"the estimate approaches the analytic value as the {unit} shrinks (curvature too large "
-            f"for these steps): try a smaller step (--step){note}",
+            f"for these steps): try a smaller step (parameter step){note}",
         )
     if not any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
@@ -452,10 +452,10 @@ def _disagreement(
 _REMEDIES = {
     "rounding": (
         "the rounding of f",
-        "decide it in float64, at a larger step (--step), or with a smaller |f| (subtract a constant from the loss)",
+        "decide it in float64, at a larger step (parameter step), or with a smaller |f| (subtract a constant from the loss)",
     ),
     "jitter": ("the objective's nondeterminism (f(θ) varies between calls)", "make the objective deterministic"),
-    "step": ("how far the estimate moves between steps", "try another step (--step)"),
+    "step": ("how far the estimate moves between steps", "try another step (parameter step)"),
 }
 
 
@@ -468,18 +468,18 @@ def _undecided(
     if _disagrees(chosen, floor):
         return (
             f"the disagreement at {unit} {_number(chosen.step)} is not confirmed at another {unit}: "
-            "try another step (--step)"
+            "try another step (parameter step)"
         )
     if gap > FAIL_MARGIN * bar.total and chosen.slopes_consistent:
         return (
             f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar but "
             f"within the sensitivity floor {_number(floor)} of the gradient, what estimates at this {unit} support: "
-            "try another step (--step)"
+            "try another step (parameter step)"
         )
     if gap > FAIL_MARGIN * bar.total:  # and the slopes disagree there
         return (
             f"the gap {_number(gap)} at {unit} {_number(chosen.step)} is beyond {FAIL_MARGIN:g}× the error bar, but "
-            f"the one-sided slopes disagree there and the other {unit}s do not confirm it: try another step (--step)"
+            f"the one-sided slopes disagree there and the other {unit}s do not confirm it: try another step (parameter step)"
         )
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]

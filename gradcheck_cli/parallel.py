@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blame import RAISED_IN_WORKER, exception_line, user_location, user_traceback
+from .chapter.estimator import evaluated_value
+from .chapter.formatting import rust_debug, short_repr
 from .errors import (
     AtParameter,
     GradCheckError,
@@ -50,8 +52,6 @@ from .errors import (
     WorkerProbeDiffers,
     WorkerProblemDiffers,
 )
-from .estimator import evaluated_value
-from .formatting import rust_debug, short_repr
 from .records import same_bits
 from .sweep import ProbeColumns, probe_values
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
-from .chapter_lines import (
+from .chapter.chapter_lines import (
     bool_text,
     check_lines,
     comparison_line,
@@ -42,7 +42,7 @@ from .chapter_lines import (
     spacing_text,
     value_text,
 )
-from .formatting import rust_debug, rust_list
+from .chapter.formatting import rust_debug, rust_list
 from .output import emit, json_chunks, json_text
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
@@ -176,14 +176,14 @@ def estimate_fields(estimate) -> str:
 
 def _verdict_lines(label: str, record, step_name: str) -> list:
     lines = [f"{label} {step_name}={spacing_text(e.step)}: {estimate_fields(e)}" for e in record.estimates[1:]]
-    return [*lines, f"{label} verdict: {coordinate_verdict(record)}; {record.reason}"]
+    return [*lines, f"{label} verdict: {coordinate_verdict(record)}; {in_flags(record.reason)}"]
 
 
 def _directional_lines(parameter) -> list:
     direction, label = parameter.directional, f"{parameter.name} directional"
     lines = [f"{label}: elements={direction.elements} moved={direction.moved}"]
     lines += [f"{label} multiplier={spacing_text(e.step)}: {estimate_fields(e)}" for e in direction.estimates]
-    return [*lines, f"{label} verdict: {direction.verdict}; {direction.reason}"]
+    return [*lines, f"{label} verdict: {direction.verdict}; {in_flags(direction.reason)}"]
 
 
 #: Coordinates that did not pass shown per parameter in the short report (``--verbose`` shows all).
@@ -202,9 +202,24 @@ def _summary_line(parameter) -> str:
     )
 
 
+#: How the library's messages name a parameter, and the same words as the command line's flags.
+FLAG_NAMES = {
+    "with jobs=1": "with jobs=1 (--jobs 1)",
+    "(parameter step)": "(--step)",
+    "(samples='all')": "(--samples all)",
+}
+
+
+def in_flags(message: str) -> str:
+    """A library message with the command line's flags where it names the parameters they set."""
+    for words, with_flag in FLAG_NAMES.items():
+        message = message.replace(words, with_flag)
+    return message
+
+
 def diagnosis_line(label: str, diagnosis) -> str:
     """``W2 diagnosis: scale ×8: analytic = 8 × numerical ...``."""
-    return f"{label} diagnosis: {diagnosis_text(diagnosis)}"
+    return f"{label} diagnosis: {in_flags(diagnosis_text(diagnosis))}"
 
 
 def _short_coordinate_line(name: str, record) -> str:

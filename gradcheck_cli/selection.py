@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .blocks import BLOCK, FlatBlocks, block_bounds
-from .sampling import (
+from .chapter.sampling import (
     CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
     coordinate_from_offset,

@@ -4,8 +4,8 @@ columns: the one engine that the first step, the confirmation steps (h/10, 10h) 
 directional test all use.
 
 The probes are :func:`~gradcheck_cli.dtypes.dtype_perturbations`' bit for bit; where the columns
-find a probe or slope unusable, the chapter's own validation (:func:`~gradcheck_cli.estimator.probe_geometry`,
-:func:`~gradcheck_cli.estimator.difference_from_values`) decides and raises its typed error. How the
+find a probe or slope unusable, the chapter's own validation (:func:`~gradcheck_cli.chapter.estimator.probe_geometry`,
+:func:`~gradcheck_cli.chapter.estimator.difference_from_values`) decides and raises its typed error. How the
 verdict is decided is docs/method.md ("Verdicts").
 """
 
@@ -18,9 +18,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from .chapter.estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
+from .chapter.sampling import at_coordinate
 from .dtypes import PROBE_DTYPES, ProbeDtype
 from .errors import GradCheckError, ReadOnlyArray
-from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
 from .judge import (
     FLOOR_FACTOR,
     HIGHER_PRECISION_FLOOR_FACTOR,
@@ -31,7 +32,6 @@ from .judge import (
     StepEstimate,
     verdict_passes,
 )
-from .sampling import at_coordinate
 
 __all__ = [
     "ProbeColumns",
@@ -144,7 +144,7 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
 
 
 def _geometry(columns: ProbeColumns, k: int, step: float, minus: float, plus: float):
-    """:func:`~gradcheck_cli.estimator.probe_geometry` of the k-th coordinate's rounded probes; its
+    """:func:`~gradcheck_cli.chapter.estimator.probe_geometry` of the k-th coordinate's rounded probes; its
     typed error in AtCoordinate."""
     try:
         return probe_geometry(float(columns.theta[k]), step, minus, plus)
@@ -331,7 +331,7 @@ class SlopeColumns:
     """Each coordinate's one-sided slopes and three-point estimate at its first step h.
 
     ``finite`` is False where a slope or the estimate is not finite (the scalar code's typed
-    error, :func:`~gradcheck_cli.estimator.difference_from_values`, is raised there).
+    error, :func:`~gradcheck_cli.chapter.estimator.difference_from_values`, is raised there).
     """
 
     left: np.ndarray
@@ -341,7 +341,7 @@ class SlopeColumns:
 
 
 def slope_columns(columns: ProbeColumns, minus_values: np.ndarray, center: float, plus_values: np.ndarray):
-    """The columns of what :func:`~gradcheck_cli.estimator.difference_from_values` computes."""
+    """The columns of what :func:`~gradcheck_cli.chapter.estimator.difference_from_values` computes."""
     with np.errstate(all="ignore"):
         left = (center - minus_values) / columns.minus_spacing
         right = (plus_values - center) / columns.plus_spacing

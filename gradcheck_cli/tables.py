@@ -1,4 +1,4 @@
-"""rich tables for people (``--format table``) and the progress bar: the only module importing rich.
+"""rich tables for people (``--format table``); with :mod:`progress`, the only modules importing rich.
 
 Imported only when a table or a bar is drawn: :mod:`render`'s sections call
 in here for their ``table`` side, and text and JSON output never load this
@@ -10,9 +10,8 @@ person reads a column of them.
 
 import math
 import os
-import sys
 
-from .formatting import rust_debug, rust_fixed, rust_list
+from .chapter.formatting import rust_debug, rust_fixed, rust_list
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "step_advice",
     "taylor",
     "rejected",
-    "ProgressBar",
 ]
 
 #: Width of tables written to a file or pipe (rich would otherwise assume 80 columns).
@@ -457,70 +455,6 @@ def rejected(errors, labels=None):
     for request, error in errors.items():
         table.add_row(_text(labels.get(request, request)), _text(type(error).__name__, "bold red"), _text(error))
     return table
-
-
-#: A check shows its progress bar only once it has run this long (seconds).
-PROGRESS_DELAY = 1.0
-
-
-class ProgressBar:
-    """``progress(done, total)`` for :func:`~gradcheck_cli.check.check_gradients`: a bar on stderr.
-
-    Drawn only when ``stream`` is a terminal, and only once ``delay``
-    seconds have passed since the bar was created, so a quick check (and any
-    redirected run) prints nothing. rich is imported when the bar first
-    appears. Use as a context manager, so the bar is removed whatever
-    happens (Ctrl-C included).
-    """
-
-    def __init__(self, description: str, stream=None, delay: float = PROGRESS_DELAY, clock=None):
-        import time
-
-        self.stream = sys.stderr if stream is None else stream
-        self.description, self.delay = description, delay
-        self.clock = time.monotonic if clock is None else clock
-        self.started = self.clock()
-        self.interactive = getattr(self.stream, "isatty", lambda: False)()
-        self.bar, self.task = None, None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            if not self.interactive or self.clock() - self.started < self.delay:
-                return
-            self._start(done, total)
-        self.bar.update(self.task, completed=done, total=total)
-
-    def _start(self, done: int, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        width = table_width(self.stream, True)
-        console = Console(file=self.stream, width=width, highlight=False, emoji=False, markup=False)
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self.task = self.bar.add_task(self.description, total=total, completed=done)
-        self.bar.start()
-
-    def close(self) -> None:
-        """Remove the bar, if it was ever drawn."""
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-        return False
 
 
 def schema_list(entries):

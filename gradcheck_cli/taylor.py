@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .chapter.estimator import real_scalar, validate_steps
+from .chapter.formatting import short_repr
 from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import (
@@ -30,8 +32,6 @@ from .errors import (
     UnsupportedDtype,
     ZeroDirection,
 )
-from .estimator import real_scalar, validate_steps
-from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .splitmix import MASK64, splitmix64, splitmix64_array

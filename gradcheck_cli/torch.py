@@ -39,7 +39,6 @@ no element sharing memory with another, no two tensors sharing memory.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -50,21 +49,10 @@ from .errors import (
     InvalidArgument,
     InvalidCall,
     NotAProblem,
-    SharedMemory,
-    TorchUnavailable,
-    UnsupportedDevice,
-    UnsupportedTensor,
 )
-from .problem import GradientProblem, as_problem, reject_shared_memory
+from .problem import GradientProblem, as_problem
 from .splitmix import MASK64
-from .tensors import strides_may_overlap, writable_memory
-
-try:
-    import torch  # absolute: the real torch, not this module
-except ModuleNotFoundError as error:
-    if error.name != "torch":
-        raise
-    raise TorchUnavailable() from error
+from .torch_views import gradient_array, probe_views, require_cpu, same_bits, torch
 
 __all__ = [
     "DEFAULT_SEED",
@@ -77,10 +65,6 @@ __all__ = [
     "check_module",
     "assert_gradients",
 ]
-
-_PROBED_DTYPES = {torch.float64: "float64", torch.float32: "float32", torch.bfloat16: "bfloat16"}
-# Integer dtypes of each element size, to look at any tensor's memory through numpy.
-_SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
@@ -136,7 +120,7 @@ def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem
             total += float(torch.sum(output.to(torch.float64) * u))
         return total
 
-    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
+    gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
     return GradientProblem(objective, views, gradients)
 
 
@@ -158,13 +142,13 @@ def module_problem(module, loss_fn) -> GradientProblem:
     if not checked:
         raise InvalidCall(call=call_text, problem="has no module parameter that requires grad: nothing to check")
     everything.update(module.named_buffers())
-    views = _probe_views(checked, everything)
+    views = probe_views(checked, everything)
     saved_buffers = [(buffer, buffer.detach().clone()) for buffer in module.buffers()]
 
     def restore_buffers():
         with torch.no_grad():
             for buffer, saved in saved_buffers:
-                if not _same_bits(buffer, saved):  # an untouched buffer keeps its version counter
+                if not same_bits(buffer, saved):  # an untouched buffer keeps its version counter
                     buffer.copy_(saved)
 
     try:
@@ -182,7 +166,7 @@ def module_problem(module, loss_fn) -> GradientProblem:
         finally:
             restore_buffers()
 
-    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
+    gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
     return GradientProblem(objective, views, gradients)
 
 
@@ -194,12 +178,12 @@ def tensor_problem(problem: GradientProblem) -> GradientProblem:
     gradients become float64 arrays. Numpy values are kept as they are.
     """
     tensors = {name: value for name, value in problem.parameters.items() if isinstance(value, torch.Tensor)}
-    views = _probe_views(tensors, tensors)
+    views = probe_views(tensors, tensors)
     parameters = {name: views.get(name, value) for name, value in problem.parameters.items()}
     gradients = {}
     for name, gradient in problem.gradients.items():
         if isinstance(gradient, torch.Tensor):
-            _require_cpu(f"gradients[{name!r}]", gradient)
+            require_cpu(f"gradients[{name!r}]", gradient)
             gradient = gradient.detach().to(torch.float64).numpy()
         gradients[name] = gradient
     original, user_objective = problem.parameters, problem.objective
@@ -333,7 +317,7 @@ def _differentiable(output, index: int, call_text: str) -> bool:
         problem = f"returned complex output {index} ({output.dtype}): return torch.view_as_real of it instead"
         raise InvalidCall(call=call_text, problem=problem)
     if output.requires_grad and output.is_floating_point():
-        _require_cpu(f"output {index}", output)
+        require_cpu(f"output {index}", output)
         return True
     return False
 
@@ -348,97 +332,8 @@ def _scalar_loss(loss, call_text: str, analytic: bool = False):
             ", requires_grad=False" if analytic and not loss.requires_grad else ""
         )
         raise InvalidCall(call=call_text, problem=f"must return {wanted}, got {got}")
-    _require_cpu("the loss", loss)
+    require_cpu("the loss", loss)
     return loss.detach().reshape(()) if not analytic else loss.reshape(())
-
-
-def _gradient_array(grad, tensor) -> np.ndarray:
-    """Autograd's gradient as a float64 array; None (unused) is zero."""
-    if grad is None:
-        return np.zeros(tuple(tensor.shape))
-    return grad.detach().to(torch.float64).numpy()
-
-
-def _same_bits(tensor, other) -> bool:
-    integer = _SAME_SIZE_INTEGER.get(tensor.element_size())
-    if integer is None or tensor.dtype == torch.bool:
-        return torch.equal(tensor, other)
-    return torch.equal(tensor.view(integer), other.view(integer))
-
-
-def _require_cpu(name: str, tensor) -> None:
-    if tensor.device.type != "cpu":
-        raise UnsupportedDevice(tensor=name, device=str(tensor.device))
-
-
-def _probe_views(checked: Mapping, everything: Mapping) -> dict:
-    """Writable numpy views of the ``checked`` tensors, after checking ``everything`` the call reads.
-
-    Every tensor must be on the CPU, and no checked tensor may share memory
-    with another dense tensor of ``everything`` (SharedMemory, the pair
-    in ``everything``'s order).
-    """
-    for name, tensor in everything.items():
-        _require_cpu(name, tensor)
-    views = {name: _probe_view(name, tensor) for name, tensor in checked.items()}
-    memory = {}
-    for name, tensor in everything.items():
-        if name in views:
-            memory[name] = views[name]
-        elif tensor.layout == torch.strided:
-            memory[name] = _memory_view(name, tensor)
-    try:
-        reject_shared_memory(memory, list(checked))
-    except SharedMemory as error:
-        raise SharedMemory(role="tensors", first=error.first, second=error.second) from None
-    return views
-
-
-def _probe_view(name: str, tensor) -> np.ndarray:
-    """A writable numpy view of ``tensor``'s own memory, in its own dtype (bfloat16 through ml_dtypes)."""
-    if tensor.dtype not in _PROBED_DTYPES:
-        problem = f"has dtype {tensor.dtype}; gradcheck probes float64, float32 and bfloat16 tensors"
-        raise UnsupportedTensor(tensor=name, problem=problem)
-    if tensor.layout != torch.strided:
-        problem = f"has layout {tensor.layout}; gradcheck probes dense (strided) tensors"
-        raise UnsupportedTensor(tensor=name, problem=problem)
-    if _may_overlap_itself(tensor):
-        problem = (
-            "has elements that may share memory (an expand() or as_strided view): perturbing one "
-            "would perturb others; pass a .clone()"
-        )
-        raise UnsupportedTensor(tensor=name, problem=problem)
-    view = _memory_view(name, tensor)
-    if not writable_memory(view):  # torch has no read-only tensors: a write there is a segmentation fault
-        problem = "is over read-only memory (a read-only mmap, np.load(..., mmap_mode='r')): pass a .clone()"
-        raise UnsupportedTensor(tensor=name, problem=problem)
-    if tensor.dtype != torch.bfloat16:
-        return view
-    try:
-        ml_dtypes = importlib.import_module("ml_dtypes")
-    except ImportError:
-        problem = "has dtype torch.bfloat16, which needs ml_dtypes (not installed): pip install -e '.[bfloat16]'"
-        raise UnsupportedTensor(tensor=name, problem=problem) from None
-    return _memory_view(name, tensor.detach().view(torch.int16)).view(ml_dtypes.bfloat16)
-
-
-def _memory_view(name: str, tensor) -> np.ndarray:
-    """A numpy view of ``tensor``'s memory: its own dtype where numpy has it, else integers of its size."""
-    detached = tensor.detach()
-    try:
-        return detached.numpy()
-    except (RuntimeError, TypeError):
-        pass
-    try:
-        return detached.view(_SAME_SIZE_INTEGER[detached.element_size()]).numpy()
-    except (RuntimeError, TypeError, KeyError) as error:
-        message = " ".join(str(error).split())
-        raise UnsupportedTensor(tensor=name, problem=f"has no numpy view of its memory: {message}") from None
-
-
-def _may_overlap_itself(tensor) -> bool:
-    """Whether two elements may share memory (strides in elements)."""
-    return strides_may_overlap(tensor.shape, tensor.stride(), 1)
 
 
 # Second order and forward mode: check_function(..., order=2) and check_function(..., mode="forward").
@@ -476,7 +371,7 @@ def double_backward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> Gradient
             float(torch.sum(g.detach().to(torch.float64) * v)) for g, v in zip(grads, directions) if g is not None
         )
 
-    gradients = {name: _gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), second)}
+    gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), second)}
     return GradientProblem(objective, views, gradients)
 
 
@@ -564,4 +459,4 @@ def _checked_inputs(fn, inputs) -> tuple:
     checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
     if not checked:
         raise InvalidCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
-    return named, call_text, call, checked, _probe_views(checked, tensors)
+    return named, call_text, call, checked, probe_views(checked, tensors)

@@ -39,7 +39,8 @@ from gradcheck_cli.advice import (
     default_steps,
     geometric_steps,
 )
-from gradcheck_cli.chapter import CUBIC_POINT, cubic, identity, quadratic
+from gradcheck_cli.chapter.estimator import central_difference, perturbations
+from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, identity, quadratic
 from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import (
     AtParameter,
@@ -52,7 +53,6 @@ from gradcheck_cli.errors import (
     UnrepresentablePoint,
     UnsupportedDtype,
 )
-from gradcheck_cli.estimator import central_difference, perturbations
 from gradcheck_cli.problem import GradientProblem
 
 STEP_DECADES_ALLOWED = 0.5
@@ -355,7 +355,7 @@ def test_scalar_advice_does_not_import_numpy():
     code = (
         "import sys\n"
         "from gradcheck_cli.advice import advise_step\n"
-        "from gradcheck_cli.chapter import cubic\n"
+        "from gradcheck_cli.chapter.fixtures import cubic\n"
         "advice = advise_step(cubic, 1.5)\n"
         "assert advice.advised_step > 0\n"
         "assert advise_step(cubic, 1.5, dtype='float32').dtype == 'float32'\n"

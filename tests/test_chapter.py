@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gradcheck_cli import error_regimes
-from gradcheck_cli.chapter import CUBIC_POINT, STEP_SCAN, TARGETS, cubic, cubic_derivative, cubic_step_scan
-from gradcheck_cli.formatting import rust_exp, rust_fixed, rust_list
-from gradcheck_cli.nll import (
+from gradcheck_cli.chapter.fixtures import CUBIC_POINT, STEP_SCAN, TARGETS, cubic, cubic_derivative, cubic_step_scan
+from gradcheck_cli.chapter.formatting import rust_exp, rust_fixed, rust_list
+from gradcheck_cli.chapter.nll import (
     InvalidLogits,
     InvalidTargets,
     chapter_logits,

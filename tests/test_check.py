@@ -14,6 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
+from gradcheck_cli.chapter.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.check import ALL_COORDINATES
 from gradcheck_cli.defaults import CHECK_SAMPLES
 from gradcheck_cli.dtypes import PROBE_DTYPES
@@ -43,7 +44,6 @@ from gradcheck_cli.errors import (
     UnsupportedDtype,
     ZeroSamples,
 )
-from gradcheck_cli.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 
 FLOAT64 = PROBE_DTYPES["float64"]
 
@@ -1023,7 +1023,7 @@ def _reference_structured_offsets(shape, samples, gradient):
     """The structured selection one point at a time, in Python integers (the vectorized one's spec):
     the largest entries, then the stratified points (ranks of the R_d fractions per axis, mirrored
     pairs and 3-cycles on the last two axes when square), then R_d points until enough."""
-    from gradcheck_cli.sampling import offset_from_coordinate, sample_tensor_coordinates
+    from gradcheck_cli.chapter.sampling import offset_from_coordinate, sample_tensor_coordinates
     from gradcheck_cli.selection import _recurrence_multipliers, largest_offsets
 
     one = 1 << 64

@@ -22,7 +22,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli import __version__, chapter, nll, output, render, scan, tables
+from gradcheck_cli import __version__, output, render, tables
+from gradcheck_cli.chapter import fixtures, nll, scan
+from gradcheck_cli.chapter.estimator import scalar_gradient_check
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
     EXIT_CANDIDATE_FAILED,
@@ -37,7 +39,6 @@ from gradcheck_cli.cli import (
     run,
 )
 from gradcheck_cli.errors import GradCheckError, InvalidStep
-from gradcheck_cli.estimator import scalar_gradient_check
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBCOMMANDS = main.list_commands(None)
@@ -187,7 +188,7 @@ def test_sample_accepts_the_shape_as_printed_in_brackets():
 
 
 def test_quadratic_json_is_the_librarys_to_dict():
-    checks = [chapter.quadratic_gradient_check(candidate) for candidate in (6.0, 5.5)]
+    checks = [fixtures.quadratic_gradient_check(candidate) for candidate in (6.0, 5.5)]
     result = invoke("quadratic", "--json")
     assert result.exit_code == EXIT_OK
     assert json.loads(result.stdout) == {"quadratic": [check.to_dict() for check in checks]}
@@ -196,10 +197,10 @@ def test_quadratic_json_is_the_librarys_to_dict():
 def test_demo_json_holds_every_section_from_to_dict():
     document = json.loads(invoke("demo", "--json").stdout)
     assert list(document) == ["quadratic", "identity", "kink", "scan", "nll", "rejected"]
-    assert document["scan"] == [record.to_dict() for record in chapter.cubic_step_scan()]
-    assert document["kink"] == chapter.absolute_kink_diagnostic().to_dict()
+    assert document["scan"] == [record.to_dict() for record in fixtures.cubic_step_scan()]
+    assert document["kink"] == fixtures.absolute_kink_diagnostic().to_dict()
     assert document["nll"] == nll.nll_gradient_check().to_dict()
-    assert document["rejected"]["step_leaves_point_unchanged"] == chapter.collapsed_step_error().to_dict()
+    assert document["rejected"]["step_leaves_point_unchanged"] == fixtures.collapsed_step_error().to_dict()
 
 
 def test_json_holds_the_schema_the_issue_names():
@@ -219,7 +220,7 @@ def test_sample_json_is_the_samplers_to_dict():
 def test_json_floats_round_trip_bit_exactly():
     stdout = invoke("scan", "--json").stdout
     parsed = json.loads(stdout)
-    for record, expected in zip(parsed["scan"], chapter.cubic_step_scan()):
+    for record, expected in zip(parsed["scan"], fixtures.cubic_step_scan()):
         for name, value in expected.check.difference.to_dict().items():
             if isinstance(value, float):
                 assert record["check"]["difference"][name].hex() == value.hex()
@@ -246,7 +247,7 @@ def _parse_strictly(text):
 def test_quadratic_json_matches_the_library_for_any_point_and_step(point, step):
     result = invoke("quadratic", f"--point={point!r}", f"--step={step!r}", "--analytic", "1.5", "--json")
     try:
-        check = chapter.quadratic_gradient_check(1.5, point, step)
+        check = fixtures.quadratic_gradient_check(1.5, point, step)
     except GradCheckError as error:
         assert result.exit_code == EXIT_BAD_INPUT
         assert _parse_strictly(result.stdout) == {"error": error.to_dict()}
@@ -445,7 +446,7 @@ def test_conflicting_format_flags_are_rejected_before_any_work(monkeypatch):
     def must_not_run(*arguments, **keywords):
         raise AssertionError("the library ran although the command line was rejected")
 
-    monkeypatch.setattr(chapter, "quadratic_gradient_check", must_not_run)
+    monkeypatch.setattr(fixtures, "quadratic_gradient_check", must_not_run)
     result = invoke("quadratic", "--step", "not-a-number", "--format", "table", "--json")
     assert_one_line_error(result, "--json conflicts with --format table; choose one output format")
 
@@ -613,7 +614,7 @@ def test_tables_colour_verdicts_on_a_terminal_unless_no_color(monkeypatch, no_co
     else:
         monkeypatch.setenv("NO_COLOR", no_color)
     stream = _Terminal()
-    render.write([render.scan(chapter.cubic_step_scan())], "table", stream)
+    render.write([render.scan(fixtures.cubic_step_scan())], "table", stream)
     # NO_COLOR removes colour only (SGR 30–37, 90–97, 38;…); bold and italic may stay.
     colour_codes = re.findall(r"\x1b\[(?:[0-9]+;)*(?:3[0-8]|9[0-7])[;m]", stream.getvalue())
     assert bool(colour_codes) is coloured
@@ -724,7 +725,8 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
 QUADRATIC_MODULES = {
     "gradcheck_cli",
     "gradcheck_cli.chapter",
-    "gradcheck_cli.chapter_lines",
+    "gradcheck_cli.chapter.fixtures",
+    "gradcheck_cli.chapter.chapter_lines",
     "gradcheck_cli.cli",
     "gradcheck_cli.cli_errors",
     "gradcheck_cli.commands",
@@ -733,8 +735,8 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.errors.record",
     "gradcheck_cli.errors.requests",
     "gradcheck_cli.errors.user_code",
-    "gradcheck_cli.estimator",
-    "gradcheck_cli.formatting",
+    "gradcheck_cli.chapter.estimator",
+    "gradcheck_cli.chapter.formatting",
     "gradcheck_cli.output",
     "gradcheck_cli.records",
     "gradcheck_cli.render",
@@ -742,21 +744,47 @@ QUADRATIC_MODULES = {
 }
 
 
-def test_quadratic_loads_nothing_it_does_not_use():
+def _modules_loaded_by(*arguments) -> set:
+    """The modules that ``gradcheck ARGUMENTS`` imports beyond click, in a fresh interpreter."""
     code = (
         "import sys, click\n"
         "before = set(sys.modules)\n"
         "from gradcheck_cli.cli import main\n"
-        "status = main(['quadratic'], standalone_mode=False)\n"
+        f"status = main({list(arguments)!r}, standalone_mode=False)\n"
         "print(*sorted(set(sys.modules) - before), file=sys.stderr)\n"
     )
     completed = _python("-c", code)
     assert completed.returncode == EXIT_OK, completed.stderr
-    loaded = set(completed.stderr.split())
+    return set(completed.stderr.split())
+
+
+def test_quadratic_loads_nothing_it_does_not_use():
+    loaded = _modules_loaded_by("quadratic")
     assert {name for name in loaded if name.startswith("gradcheck_cli")} == QUADRATIC_MODULES
     # Beyond gradcheck's own modules, only the standard library (dataclasses, struct, ...): no numpy, no rich.
     others = {name.split(".")[0] for name in loaded if not name.startswith("gradcheck_cli")}
     assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)
+
+
+def test_help_lists_the_subcommands_without_importing_them():
+    loaded = _modules_loaded_by("--help")
+    assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
+    assert not {name for name in loaded if name.startswith(("gradcheck_cli.commands.", "gradcheck_cli.chapter."))} - {
+        "gradcheck_cli.chapter.formatting",
+        "gradcheck_cli.chapter.chapter_lines",
+    }
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_help_lists_each_subcommand_as_click_lists_the_loaded_command(width):
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
+    listed = runner.invoke(main, ["--help"], prog_name="gradcheck", terminal_width=width).stdout
+    group = GradcheckGroup(name="gradcheck")
+    for name in SUBCOMMANDS:
+        group.add_command(main.get_command(None, name), name)
+    formatter = click.HelpFormatter(width=width)
+    click.Group.format_commands(group, click.Context(group), formatter)
+    assert formatter.getvalue() and formatter.getvalue() in listed
 
 
 # ------------------------------------------------- adding a subcommand

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter, check, formatting, output, render, tables
+from gradcheck_cli import check, output, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
+from gradcheck_cli.chapter import fixtures, formatting
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
@@ -36,6 +37,7 @@ from gradcheck_cli.cli import (
 from gradcheck_cli.cli_errors import ObjectiveRaised
 from gradcheck_cli.dtypes import probe_dtype
 from gradcheck_cli.problem import load_problem
+from gradcheck_cli.progress import ProgressBar
 from gradcheck_cli.taylor import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -695,13 +697,13 @@ def test_scan_advise_adds_the_advice_to_json():
     result = invoke("scan", "--advise", "--json")
     assert result.exit_code == EXIT_OK
     assert parse_strictly(result.stdout) == {
-        "scan": [record.to_dict() for record in chapter.cubic_step_scan()],
-        "advice": advise_step(chapter.cubic, chapter.CUBIC_POINT).to_dict(),
+        "scan": [record.to_dict() for record in fixtures.cubic_step_scan()],
+        "advice": advise_step(fixtures.cubic, fixtures.CUBIC_POINT).to_dict(),
     }
 
 
 def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
-    advice = advise_step(chapter.cubic, chapter.CUBIC_POINT)
+    advice = advise_step(fixtures.cubic, fixtures.CUBIC_POINT)
     output = lines(invoke("scan", "--advise"))
     assert output[: 6 * 4] == lines(invoke("scan"))
     estimates = [line for line in output if re.match(r"advice step \d+ estimate: ", line)]
@@ -714,7 +716,7 @@ def test_scan_advise_prints_every_step_its_regime_and_the_advised_step():
 
 def test_scan_advise_at_another_point_advises_there():
     document = parse_strictly(invoke("scan", "--point", "-0.5", "--advise", "--json").stdout)
-    assert document["advice"] == advise_step(chapter.cubic, -0.5).to_dict()
+    assert document["advice"] == advise_step(fixtures.cubic, -0.5).to_dict()
 
 
 # ------------------------------------------------------------------ tables
@@ -793,7 +795,7 @@ def test_a_plot_suffix_is_checked_before_any_work(monkeypatch, tmp_path):
     def must_not_run(*arguments, **keywords):
         raise AssertionError("the scan ran although --plot was refused")
 
-    monkeypatch.setattr(chapter, "cubic_step_scan", must_not_run)
+    monkeypatch.setattr(fixtures, "cubic_step_scan", must_not_run)
     assert_one_line_error(
         invoke("scan", "--plot", str(tmp_path / "scan.pdf")),
         f"plot file '{tmp_path / 'scan.pdf'}' must end in .png or .svg",
@@ -809,7 +811,7 @@ def test_a_plot_suffix_is_checked_before_any_work(monkeypatch, tmp_path):
 
 def test_without_matplotlib_a_plot_is_one_line_and_no_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an uninstalled package looks like to import
-    monkeypatch.setattr(chapter, "cubic_step_scan", lambda *arguments: pytest.fail("the scan ran"))
+    monkeypatch.setattr(fixtures, "cubic_step_scan", lambda *arguments: pytest.fail("the scan ran"))
     message = "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
     assert_one_line_error(invoke("scan", "--plot", str(tmp_path / "scan.png")), message)
     assert_one_line_error(invoke("taylor", MLP, "--plot", str(tmp_path / "remainder.svg")), message)
@@ -842,7 +844,7 @@ class Clock:
 
 def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
     clock, stream = Clock(), Terminal()
-    with tables.ProgressBar("checking coordinates", stream, delay=1.0, clock=clock) as progress:
+    with ProgressBar("checking coordinates", stream, delay=1.0, clock=clock) as progress:
         progress(0, 10)
         clock.now += 0.99
         progress(4, 10)
@@ -857,7 +859,7 @@ def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
 
 def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal():
     clock, stream = Clock(), io.StringIO()
-    with tables.ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
+    with ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
         for done in range(11):
             clock.now += 5.0
             progress(done, 10)

@@ -10,6 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gradcheck_cli import check_gradients, sampled_tensor_gradient_check
+from gradcheck_cli.chapter.estimator import perturbations
 from gradcheck_cli.dtypes import PROBE_DTYPES, dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import (
     AtCoordinate,
@@ -18,7 +19,6 @@ from gradcheck_cli.errors import (
     PerturbationUnchanged,
     UnsupportedDtype,
 )
-from gradcheck_cli.estimator import perturbations
 
 FLOAT64, FLOAT32, BFLOAT16 = PROBE_DTYPES["float64"], PROBE_DTYPES["float32"], PROBE_DTYPES["bfloat16"]
 NUMPY_TYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}

@@ -367,3 +367,24 @@ def test_library_messages_name_parameters_and_the_command_line_adds_its_flags():
     died = errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV")
     assert str(died).endswith("check with jobs=1 to see the failure in this process")
     assert in_flags(died).endswith("check with jobs=1 (--jobs 1) to see the failure in this process")
+
+
+#: The modules that know the command line: they may spell its flags.
+COMMAND_LINE_MODULES = {"cli.py", "cli_errors.py", "render.py", "tables.py", "plotting.py"}
+
+
+def test_library_verdict_reasons_name_parameters_and_the_text_adds_the_flags():
+    from pathlib import Path
+
+    from gradcheck_cli import render
+
+    package = Path(render.__file__).parent
+    library = [
+        path
+        for path in package.rglob("*.py")
+        if path.name not in COMMAND_LINE_MODULES and "commands" not in path.relative_to(package).parts
+    ]
+    assert len(library) > 20
+    assert not [path.name for path in library if "(--" in path.read_text(encoding="utf-8")]
+    assert render.in_flags("try another step (parameter step)") == "try another step (--step)"
+    assert render.in_flags("check every coordinate (samples='all')") == "check every coordinate (--samples all)"

@@ -22,15 +22,15 @@ from gradcheck_cli import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from gradcheck_cli.chapter import (
+from gradcheck_cli.chapter.estimator import perturbations
+from gradcheck_cli.chapter.fixtures import (
     absolute_kink_diagnostic,
     collapsed_step_error,
     quadratic,
     quadratic_gradient_check,
     rounded_identity_gradient_check,
 )
-from gradcheck_cli.estimator import perturbations
-from gradcheck_cli.formatting import rust_debug, rust_exp, rust_fixed
+from gradcheck_cli.chapter.formatting import rust_debug, rust_exp, rust_fixed
 
 
 def test_quadratic_reproduces_the_chapters_line():
@@ -364,8 +364,8 @@ def test_same_bits_tells_signed_zeros_apart_and_matches_a_nan_with_itself():
 
 @pytest.mark.parametrize("steps", [[1e-3], [1e-3, 1e-3], [1e-4, 1e-3], []])
 def test_a_step_sequence_is_two_or_more_strictly_decreasing_steps(steps):
+    from gradcheck_cli.chapter.estimator import validate_steps
     from gradcheck_cli.errors import InvalidStepSequence
-    from gradcheck_cli.estimator import validate_steps
 
     with pytest.raises(InvalidStepSequence) as caught:
         validate_steps(steps)
@@ -373,7 +373,7 @@ def test_a_step_sequence_is_two_or_more_strictly_decreasing_steps(steps):
 
 
 def test_validate_steps_returns_floats_and_names_a_bad_step():
-    from gradcheck_cli.estimator import validate_steps
+    from gradcheck_cli.chapter.estimator import validate_steps
 
     assert validate_steps([1, 0.5]) == (1.0, 0.5)
     with pytest.raises(InvalidStep):

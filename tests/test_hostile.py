@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter_lines, output, render
+from gradcheck_cli import output, render
+from gradcheck_cli.chapter import chapter_lines
+from gradcheck_cli.chapter.scan import error_regimes
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
@@ -31,7 +33,6 @@ from gradcheck_cli.cli import (
 )
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.scan import error_regimes
 from gradcheck_cli.taylor import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -329,7 +330,7 @@ def test_4_a_npy_header_that_claims_more_than_the_file_holds_is_bad_input(tmp_pa
 
 
 def test_5_a_selection_that_cannot_fit_in_memory_is_refused_up_front(problems, monkeypatch):
-    from gradcheck_cli import sampling
+    from gradcheck_cli.chapter import sampling
     from gradcheck_cli.errors import TooManySamples
 
     # A fixed 8 GiB available, so that the text and JSON runs name the same limit whatever the machine does.
@@ -517,7 +518,7 @@ def test_8_ctrl_c_while_the_results_are_written_leaves_them_whole(output):
 )
 @pytest.mark.parametrize("logits", [None, "fixtures/golden/inputs/logits-3x4.json"])
 def test_9_nll_validates_the_request_before_computing_anything(monkeypatch, options, phrase, logits):
-    from gradcheck_cli import nll
+    from gradcheck_cli.chapter import nll
     from gradcheck_cli.commands import nll as nll_command
 
     def must_not_run(*arguments, **keywords):

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 import golden
 from gradcheck_cli import output
+from gradcheck_cli.chapter.estimator import CentralDifference, GradientComparison
 from gradcheck_cli.cli import main
-from gradcheck_cli.estimator import CentralDifference, GradientComparison
 
 ROOT = Path(__file__).resolve().parent.parent
 DIFFERENCE_FIELDS = [field.name for field in dataclasses.fields(CentralDifference)]

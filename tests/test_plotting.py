@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gradcheck_cli.advice import advise_step
-from gradcheck_cli.chapter import CUBIC_POINT, cubic, cubic_step_scan
+from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, cubic_step_scan
 from gradcheck_cli.errors import PlottingUnavailable, UnsupportedPlotFormat
 from gradcheck_cli.plotting import (
     REGIME_COLORS,
@@ -128,7 +128,7 @@ def test_advice_alone_shades_the_advice_regimes(advice):
 
 
 def test_zero_errors_are_left_out_of_a_log_axis():
-    from gradcheck_cli.scan import step_scan
+    from gradcheck_cli.chapter.scan import step_scan
 
     records = step_scan(lambda theta: theta * theta, 3.0, 6.0, [1.0, 0.5], 1e-6)
     errors = [record.check.comparison.scaled_error for record in records]

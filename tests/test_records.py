@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from gradcheck_cli.chapter import quadratic_gradient_check
-from gradcheck_cli.estimator import GradientComparison, compare_gradients
+from gradcheck_cli.chapter.estimator import GradientComparison, compare_gradients
+from gradcheck_cli.chapter.fixtures import quadratic_gradient_check
 from gradcheck_cli.records import float_bits, same_bits
 
 
@@ -74,12 +74,14 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
     import gradcheck_cli
     from gradcheck_cli.records import Record
 
-    for module in pkgutil.iter_modules(gradcheck_cli.__path__):
-        if module.name == "__main__":  # that one runs the command line
+    for module in pkgutil.walk_packages(gradcheck_cli.__path__, "gradcheck_cli."):
+        name = module.name.removeprefix("gradcheck_cli.")
+        if name == "__main__":  # that one runs the command line
             continue
-        if module.name in ("torch", "jax") and importlib.util.find_spec(module.name) is None:  # optional extras
+        extra = name.split("_")[0]  # torch, torch_views, jax: the optional extras
+        if extra in ("torch", "jax") and importlib.util.find_spec(extra) is None:
             continue
-        importlib.import_module(f"gradcheck_cli.{module.name}")
+        importlib.import_module(module.name)
     classes = Record.__subclasses__()
     assert len(classes) >= 20  # every module's results, found
     for cls in classes:
@@ -93,7 +95,7 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
 def test_the_records_made_once_per_tensor_coordinate_have_no_instance_dictionary():
     import numpy as np
 
-    from gradcheck_cli.tensors import sampled_tensor_gradient_check
+    from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
 
     check = sampled_tensor_gradient_check(np.ones(3), 2 * np.ones(3), 1e-5, 1e-6, 2, lambda p: float(p @ p))
     assert check.passed
@@ -128,9 +130,9 @@ def test_to_dict_makes_non_finite_floats_strings():
 
 
 def test_records_from_rows_are_the_constructors_records_in_every_respect():
-    from gradcheck_cli.estimator import CentralDifference
+    from gradcheck_cli.chapter.estimator import CentralDifference
+    from gradcheck_cli.chapter.sampled import CoordinateGradientCheck
     from gradcheck_cli.records import records_from_rows
-    from gradcheck_cli.tensors import CoordinateGradientCheck
 
     # A non-slotted record (an instance dictionary) and a slotted one holding it.
     difference = compare_gradients(5.5, 6.0, 1e-6)

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import chapter
+from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
 from gradcheck_cli.errors import AtCoordinate, AtParameter, GradCheckError, NonFiniteEvaluation, NonScalarEvaluation
@@ -764,7 +764,7 @@ def _interrupt(*arguments, **keywords):
 
 @pytest.mark.parametrize("output", [[], ["--json"]])
 def test_an_interrupted_command_exits_130_without_a_traceback(monkeypatch, output):
-    monkeypatch.setattr(chapter, "quadratic_gradient_check", _interrupt)
+    monkeypatch.setattr(fixtures, "quadratic_gradient_check", _interrupt)
     result = invoke(["quadratic", *output])
     assert result.exit_code == EXIT_INTERRUPTED
     assert "Traceback" not in result.stdout + result.stderr
@@ -774,7 +774,7 @@ def test_an_interrupted_command_exits_130_without_a_traceback(monkeypatch, outpu
 
 def test_an_interrupted_command_writes_exactly_one_line(monkeypatch):
     # click's own handler echoes an empty line before "Aborted"; gradcheck's must not.
-    monkeypatch.setattr(chapter, "quadratic_gradient_check", _interrupt)
+    monkeypatch.setattr(fixtures, "quadratic_gradient_check", _interrupt)
     assert invoke(["quadratic"]).stderr == "Error: interrupted\n"
 
 
@@ -1001,7 +1001,7 @@ def test_a_defect_in_gradcheck_is_one_line_and_status_3_never_a_verdict(monkeypa
     def broken(*arguments, **keywords):
         raise ZeroDivisionError("a defect")
 
-    monkeypatch.setattr(chapter, "quadratic_gradient_check", broken)
+    monkeypatch.setattr(fixtures, "quadratic_gradient_check", broken)
     result = invoke(["quadratic"])
     assert result.exit_code == EXIT_INTERNAL_ERROR
     assert only_error_line(result) == "internal error in gradcheck: ZeroDivisionError: a defect"

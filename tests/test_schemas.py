@@ -16,22 +16,17 @@ import golden
 import json_documents
 from gradcheck_cli import (
     advice,
-    chapter,
     check,
     cli_errors,
     diagnosis,
     directional,
     errors,
-    estimator,
     hessian,
     judge,
-    nll,
-    sampling,
-    scan,
     schemas,
     taylor,
-    tensors,
 )
+from gradcheck_cli.chapter import estimator, fixtures, nll, sampled, sampling, scan
 from gradcheck_cli.records import Record
 
 JSON_CASES = [
@@ -114,10 +109,10 @@ RECORD_SCHEMAS = {
     estimator.ScalarGradientCheck: ("defs", "/$defs/scalar_check"),
     sampling.SampledCoordinate: ("defs", "/$defs/sampled_coordinate"),
     sampling.ParameterSample: ("sample", "/$defs/parameter_sample"),
-    tensors.TensorGradientCheck: ("defs", "/$defs/tensor_check"),
-    tensors.CoordinateGradientCheck: ("defs", "/$defs/tensor_check/properties/checks/items"),
+    sampled.TensorGradientCheck: ("defs", "/$defs/tensor_check"),
+    sampled.CoordinateGradientCheck: ("defs", "/$defs/tensor_check/properties/checks/items"),
     nll.NllGradientExample: ("defs", "/$defs/nll"),
-    chapter.KinkDiagnostic: ("defs", "/$defs/kink"),
+    fixtures.KinkDiagnostic: ("defs", "/$defs/kink"),
     scan.StepScanRecord: ("defs", "/$defs/scan_record"),
     advice.StepAdvice: ("advice", ""),
     advice.StepEstimate: ("advice", "/$defs/step_estimate"),

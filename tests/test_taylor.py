@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from gradcheck_cli.chapter.nll import chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.errors import (
     AtCoordinate,
     AtParameter,
@@ -32,7 +33,6 @@ from gradcheck_cli.errors import (
     UnsupportedDtype,
     ZeroDirection,
 )
-from gradcheck_cli.nll import chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.problem import GradientProblem
 from gradcheck_cli.records import same_bits
 from gradcheck_cli.splitmix import splitmix64

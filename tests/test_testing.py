@@ -142,7 +142,7 @@ def test_pytest_shows_the_table_and_hides_the_helper_frame(tmp_path):
 
 def test_the_project_checks_its_own_nll_gradient_with_the_helper():
     # The helper in use: the chapter's hand-derived NLL gradient on a larger random batch.
-    from gradcheck_cli.nll import hand_derived_nll_gradient, indexed_mean_nll
+    from gradcheck_cli.chapter.nll import hand_derived_nll_gradient, indexed_mean_nll
 
     rng = np.random.default_rng(13)
     logits = rng.normal(size=(7, 11))

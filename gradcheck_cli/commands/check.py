@@ -4,11 +4,12 @@ import contextlib
 
 import click
 
-from .. import defaults, render, tables
+from .. import defaults, render
 from ..blame import exception_line
-from ..cli import Report, output_options, run
+from ..chapter.estimator import validate_step, validate_tolerance
+from ..cli import Report, output_options, run, summary
 from ..cli_errors import CommandLineError, ExecutorUnavailable
-from ..estimator import validate_step, validate_tolerance
+from ..progress import ProgressBar
 from .options import (
     PARAM_OPTION,
     PROBLEM_HELP,
@@ -21,7 +22,7 @@ from .options import (
 
 
 @click.command(
-    short_help="Check your own gradients, coordinate by coordinate.",
+    short_help=summary("check"),
     help=(
         "Check your own gradients: every parameter of PROBLEM, coordinate by coordinate.\n\n" + PROBLEM_HELP + "\n\n"
         "Each selected coordinate is perturbed in place, at the probes rounded into the "
@@ -111,7 +112,7 @@ def check(output_format, problem, samples, sampler, step, tolerance, names, jobs
         with (
             dask_executor(executor, scheduler) as workers,
             user_problem(problem, show_traceback) as loaded,
-            tables.ProgressBar("checking coordinates") as progress,
+            ProgressBar("checking coordinates") as progress,
         ):
             report = check_problem(
                 loaded,

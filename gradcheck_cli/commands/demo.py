@@ -2,8 +2,9 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import Report, output_options, run
+from .. import render
+from ..chapter import fixtures
+from ..cli import Report, output_options, run, summary
 from ..errors import GradCheckError
 from .quadratic import quadratic_report
 
@@ -20,15 +21,15 @@ def _chapter_rejected_requests() -> dict:
     """The chapter's four rejected requests (by JSON key), each with the typed error the library raises."""
     import numpy as np
 
-    from .. import estimator, nll, tensors
+    from ..chapter import estimator, nll, sampled
 
     requests = {
-        "zero_step": lambda: estimator.central_difference(chapter.COLLAPSED_POINT, 0.0, chapter.quadratic),
-        "step_leaves_point_unchanged": chapter.collapsed_step_error,
+        "zero_step": lambda: estimator.central_difference(fixtures.COLLAPSED_POINT, 0.0, fixtures.quadratic),
+        "step_leaves_point_unchanged": fixtures.collapsed_step_error,
         "non_finite_objective_value": lambda: estimator.central_difference(
-            chapter.COLLAPSED_POINT, chapter.QUADRATIC_STEP, lambda point: float("nan")
+            fixtures.COLLAPSED_POINT, fixtures.QUADRATIC_STEP, lambda point: float("nan")
         ),
-        "shape_mismatch": lambda: tensors.sampled_tensor_gradient_check(
+        "shape_mismatch": lambda: sampled.sampled_tensor_gradient_check(
             np.zeros(2), np.zeros((1, 2)), nll.TENSOR_STEP, nll.TENSOR_TOLERANCE, nll.TENSOR_SAMPLES, sum
         ),
     }
@@ -44,7 +45,7 @@ def _chapter_rejected_requests() -> dict:
     return errors
 
 
-@click.command()
+@click.command(short_help=summary("demo"))
 @output_options
 def demo(output_format):
     """The chapter's whole demo, in the chapter's order.
@@ -56,15 +57,15 @@ def demo(output_format):
     """
 
     def compute():
-        from .. import nll
+        from ..chapter import nll
 
-        quadratic = quadratic_report(chapter.QUADRATIC_POINT, chapter.QUADRATIC_STEP, chapter.STEP_TOLERANCE)
+        quadratic = quadratic_report(fixtures.QUADRATIC_POINT, fixtures.QUADRATIC_STEP, fixtures.STEP_TOLERANCE)
         return Report(
             (
                 *quadratic.sections,
-                render.identity(chapter.rounded_identity_gradient_check()),
-                render.kink(chapter.absolute_kink_diagnostic()),
-                render.scan(chapter.cubic_step_scan()),
+                render.identity(fixtures.rounded_identity_gradient_check()),
+                render.kink(fixtures.absolute_kink_diagnostic()),
+                render.scan(fixtures.cubic_step_scan()),
                 render.nll(nll.nll_gradient_check()),
                 render.rejected(_chapter_rejected_requests(), REJECTED_LABELS),
             )

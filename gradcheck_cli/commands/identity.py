@@ -2,22 +2,23 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import ChapterDefault, Report, output_options, run
+from .. import render
+from ..chapter import fixtures
+from ..cli import ChapterDefault, Report, output_options, run, summary
 
 
-@click.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.IDENTITY_POINT), help="The point x.")
+@click.command(short_help=summary("identity"))
+@click.option("--point", type=float, default=ChapterDefault(fixtures.IDENTITY_POINT), help="The point x.")
 @click.option(
     "--step",
     type=float,
-    default=ChapterDefault(chapter.IDENTITY_STEP),
+    default=ChapterDefault(fixtures.IDENTITY_STEP),
     help="The requested step h (the default lands the probes at unequal distances 2⁻⁵³ and 2⁻⁵²).",
 )
 @click.option(
     "--tolerance",
     type=float,
-    default=ChapterDefault(chapter.STEP_TOLERANCE),
+    default=ChapterDefault(fixtures.STEP_TOLERANCE),
     help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
 )
 @output_options
@@ -25,6 +26,6 @@ def identity(output_format, point, step, tolerance):
     """f(x) = x with unequal actual spacings: both slopes are 1, so the estimate is 1."""
 
     def compute():
-        return Report((render.identity(chapter.rounded_identity_gradient_check(point, step, tolerance)),))
+        return Report((render.identity(fixtures.rounded_identity_gradient_check(point, step, tolerance)),))
 
     run(output_format, compute)

@@ -2,17 +2,18 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import ChapterDefault, Report, output_options, run
+from .. import render
+from ..chapter import fixtures
+from ..cli import ChapterDefault, Report, output_options, run, summary
 
 
-@click.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.KINK_POINT), help="The point x.")
-@click.option("--step", type=float, default=ChapterDefault(chapter.KINK_STEP), help="The requested step h.")
+@click.command(short_help=summary("kink"))
+@click.option("--point", type=float, default=ChapterDefault(fixtures.KINK_POINT), help="The point x.")
+@click.option("--step", type=float, default=ChapterDefault(fixtures.KINK_STEP), help="The requested step h.")
 @click.option(
     "--tolerance",
     type=float,
-    default=ChapterDefault(chapter.KINK_TOLERANCE),
+    default=ChapterDefault(fixtures.KINK_TOLERANCE),
     help="The tolerance of the candidate's scaled error |a − n| / max(1, |a|, |n|) and of the one-sided "
     "slopes' scaled gap (check's --tolerance is relative).",
 )
@@ -25,6 +26,6 @@ def kink(output_format, point, step, tolerance):
     """
 
     def compute():
-        return Report((render.kink(chapter.absolute_kink_diagnostic(point, step, tolerance)),))
+        return Report((render.kink(fixtures.absolute_kink_diagnostic(point, step, tolerance)),))
 
     run(output_format, compute)

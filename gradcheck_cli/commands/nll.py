@@ -2,20 +2,21 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import ChapterDefault, Report, output_options, run
+from .. import render
+from ..chapter import fixtures
+from ..cli import ChapterDefault, Report, output_options, run, summary
 from .options import EXISTING_FILE, INT_LIST, load_array
 
 
-@click.command("nll")
+@click.command("nll", short_help=summary("nll"))
 @click.option(
-    "--samples", type=int, default=ChapterDefault(chapter.TENSOR_SAMPLES), help="How many coordinates to check."
+    "--samples", type=int, default=ChapterDefault(fixtures.TENSOR_SAMPLES), help="How many coordinates to check."
 )
-@click.option("--step", type=float, default=ChapterDefault(chapter.TENSOR_STEP), help="The requested step h.")
+@click.option("--step", type=float, default=ChapterDefault(fixtures.TENSOR_STEP), help="The requested step h.")
 @click.option(
     "--tolerance",
     type=float,
-    default=ChapterDefault(chapter.TENSOR_TOLERANCE),
+    default=ChapterDefault(fixtures.TENSOR_TOLERANCE),
     help="The scaled-error tolerance: |a − n| / max(1, |a|, |n|) must not exceed it (check's --tolerance is relative).",
 )
 @click.option(
@@ -27,7 +28,7 @@ from .options import EXISTING_FILE, INT_LIST, load_array
 @click.option(
     "--targets",
     type=INT_LIST,
-    default=ChapterDefault(chapter.TARGETS),
+    default=ChapterDefault(fixtures.TARGETS),
     metavar="T,T,...",
     help="One target class per row.",
 )
@@ -46,9 +47,9 @@ def nll_command(output_format, samples, step, tolerance, logits, targets, analyt
     """
 
     def compute():
-        from .. import nll
-        from ..estimator import validate_step, validate_tolerance
-        from ..sampling import validate_samples
+        from ..chapter import nll
+        from ..chapter.estimator import validate_step, validate_tolerance
+        from ..chapter.sampling import validate_samples
 
         # Refused before a file is read: a 10⁷-element file takes seconds to load.
         validate_step(step), validate_tolerance(tolerance), validate_samples(samples)

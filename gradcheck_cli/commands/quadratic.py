@@ -2,10 +2,11 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import ChapterDefault, Report, output_options, run
+from .. import render
+from ..chapter import fixtures
+from ..cli import ChapterDefault, Report, output_options, run, summary
 
-_STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
+_STEP_TOLERANCE = ChapterDefault(fixtures.STEP_TOLERANCE)
 
 
 def quadratic_report(point, step, tolerance, analytic=()) -> Report:
@@ -13,16 +14,16 @@ def quadratic_report(point, step, tolerance, analytic=()) -> Report:
     if analytic:
         candidates, labels = analytic, ["candidate"] * len(analytic)
     else:
-        wrong = chapter.QUADRATIC_CANDIDATES[1]
-        candidates, labels = (chapter.quadratic_derivative(point), wrong), ("correct candidate", "wrong candidate")
-    checks = [chapter.quadratic_gradient_check(candidate, point, step, tolerance) for candidate in candidates]
+        wrong = fixtures.QUADRATIC_CANDIDATES[1]
+        candidates, labels = (fixtures.quadratic_derivative(point), wrong), ("correct candidate", "wrong candidate")
+    checks = [fixtures.quadratic_gradient_check(candidate, point, step, tolerance) for candidate in candidates]
     verdicts = tuple(check.comparison.passed for check in checks) if analytic else ()
     return Report((render.quadratic(checks, labels),), verdicts)
 
 
-@click.command()
-@click.option("--point", type=float, default=ChapterDefault(chapter.QUADRATIC_POINT), help="The point θ.")
-@click.option("--step", type=float, default=ChapterDefault(chapter.QUADRATIC_STEP), help="The requested step h.")
+@click.command(short_help=summary("quadratic"))
+@click.option("--point", type=float, default=ChapterDefault(fixtures.QUADRATIC_POINT), help="The point θ.")
+@click.option("--step", type=float, default=ChapterDefault(fixtures.QUADRATIC_STEP), help="The requested step h.")
 @click.option(
     "--tolerance",
     type=float,

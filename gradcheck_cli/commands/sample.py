@@ -2,14 +2,15 @@
 
 import click
 
-from .. import chapter, defaults, render
-from ..cli import ChapterDefault, Report, output_options, run
+from .. import defaults, render
+from ..chapter import fixtures
+from ..cli import ChapterDefault, Report, output_options, run, summary
 from ..cli_errors import CommandLineError
 from .options import INT_LIST, PARAM_OPTION, TRACEBACK_OPTION, user_problem
 
 
 @click.command(
-    short_help="The deterministic coordinate sampler, or the coordinates check probes.",
+    short_help=summary("sample"),
     help=(
         "The deterministic coordinate sampler: flat offsets ⌊k(N−1)/(S−1)⌋ and their coordinates.\n\n"
         "Pure integer arithmetic: no tensor is allocated, so any shape answers at once.\n\n"
@@ -25,7 +26,7 @@ from .options import INT_LIST, PARAM_OPTION, TRACEBACK_OPTION, user_problem
     "--samples",
     "max_samples",
     type=int,
-    default=ChapterDefault(chapter.TENSOR_SAMPLES),
+    default=ChapterDefault(fixtures.TENSOR_SAMPLES),
     help="R: at most this many coordinates (--samples, as check and nll spell it, is the same option); "
     "with PROBLEM, check's default 16.",
 )
@@ -44,7 +45,7 @@ def sample(output_format, problem, shape, max_samples, sampler, names, show_trac
     def compute():
         _reject_conflicts(ctx, problem, shape, sampler, names)
         if problem is None:
-            from ..sampling import sample_tensor_coordinates
+            from ..chapter.sampling import sample_tensor_coordinates
 
             return Report((render.sample(sample_tensor_coordinates(shape, max_samples)),))
         from ..check import selected_coordinates

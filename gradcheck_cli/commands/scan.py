@@ -2,18 +2,20 @@
 
 import click
 
-from .. import chapter, render
-from ..cli import ChapterDefault, Report, output_options, run
-from ..scan import __doc__ as _scan_doc
+from .. import render
+from ..chapter import fixtures
+from ..chapter.scan import __doc__ as _scan_doc
+from ..cli import ChapterDefault, Report, output_options, run, summary
 from .options import FLOAT_LIST, PLOT_FILE, draw_plot, plot_target
 
-_STEP_TOLERANCE = ChapterDefault(chapter.STEP_TOLERANCE)
+_STEP_TOLERANCE = ChapterDefault(fixtures.STEP_TOLERANCE)
 
 # The rule is scan.py's docstring, word for word (without its reST code markup).
 _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
 
 
 @click.command(
+    short_help=summary("scan"),
     help=(
         "g(θ) = θ³ − 2θ against 3θ² − 2: one check per requested step, "
         "each labelled with its error regime.\n\n"
@@ -24,13 +26,13 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
         "a geometric sequence of steps, each estimate's error estimated from its "
         "neighbours (Richardson) and from the rounding floor ε·|f| over the actual "
         "spacing, and the step with the smallest estimated error."
-    )
+    ),
 )
-@click.option("--point", type=float, default=ChapterDefault(chapter.CUBIC_POINT), help="The point θ.")
+@click.option("--point", type=float, default=ChapterDefault(fixtures.CUBIC_POINT), help="The point θ.")
 @click.option(
     "--steps",
     type=FLOAT_LIST,
-    default=ChapterDefault(chapter.STEP_SCAN),
+    default=ChapterDefault(fixtures.STEP_SCAN),
     metavar="H,H,...",
     help="Requested steps, comma-separated.",
 )
@@ -56,12 +58,12 @@ _REGIME_RULE = _scan_doc[_scan_doc.index("1. ") :].rstrip().replace("``", "")
 def scan(output_format, point, steps, tolerance, advise, plot):
     def compute():
         plot_path = plot_target(plot)
-        records = chapter.cubic_step_scan(point, steps, tolerance)
+        records = fixtures.cubic_step_scan(point, steps, tolerance)
         advice = None
         if advise:
             from ..advice import advise_step
 
-            advice = advise_step(chapter.cubic, point)
+            advice = advise_step(fixtures.cubic, point)
         if plot_path is not None:
             from ..plotting import plot_scan
 

@@ -3,11 +3,11 @@
 import click
 
 from .. import render, schemas
-from ..cli import Report, output_options, run
+from ..cli import Report, output_options, run, summary
 
 
 @click.command(
-    short_help="The JSON Schema of each document --json writes.",
+    short_help=summary("schema"),
     help=(
         "[NAME] is the document whose JSON Schema (Draft 2020-12) to print, self-contained; with no NAME, "
         "the documents are listed. Each subcommand's --json output has the subcommand's name (its schema also allows the "

@@ -3,7 +3,7 @@
 import click
 
 from .. import defaults, render
-from ..cli import Report, output_options, run
+from ..cli import Report, output_options, run, summary
 from .options import (
     PARAM_OPTION,
     PLOT_FILE,
@@ -17,7 +17,7 @@ from .options import (
 
 
 @click.command(
-    short_help="The Taylor-remainder test of your gradient: no tolerance needed.",
+    short_help=summary("taylor"),
     help=(
         "The Taylor-remainder test of PROBLEM: a verdict on the whole gradient that needs no tolerance.\n\n"
         + PROBLEM_HELP

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .errors import (
+from ..errors import (
     CollapsedStep,
     InvalidActualSpacing,
     InvalidArgument,
@@ -29,8 +29,8 @@ from .errors import (
     PerturbationNotFinite,
     PerturbationUnchanged,
 )
+from ..records import Record
 from .formatting import short_repr
-from .records import Record
 
 __all__ = [
     "ProbeGeometry",

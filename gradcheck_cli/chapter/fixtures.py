@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import GradCheckError
+from ..errors import GradCheckError
+from ..records import Record
 from .estimator import (
     OneSidedSlopeComparison,
     ScalarGradientCheck,
@@ -18,7 +19,6 @@ from .estimator import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from .records import Record
 
 STEP_TOLERANCE = 1.0e-6
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chapter import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
-from .errors import InvalidLogits, InvalidTargets
+from ..errors import InvalidLogits, InvalidTargets
+from ..records import Record
+from ..tensors import parameter_and_gradient
 from .estimator import validate_step, validate_tolerance
-from .records import Record
+from .fixtures import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
+from .sampled import TensorGradientCheck, sampled_tensor_gradient_check
 from .sampling import sample_tensor_coordinates, validate_samples
-from .tensors import TensorGradientCheck, parameter_and_gradient, sampled_tensor_gradient_check
 
 __all__ = [
     "LOGIT_SHAPE",

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import (
+from ..errors import (
     AtCoordinate,
     EmptyTensor,
     GradCheckError,
@@ -23,7 +23,7 @@ from .errors import (
     TooManySamples,
     ZeroSamples,
 )
-from .records import Record
+from ..records import Record
 
 __all__ = [
     "MAX_ELEMENTS",
