@@ -17,7 +17,7 @@ from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimator import evaluated_value
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
-from .records import Record
+from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
 from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
@@ -183,6 +183,7 @@ def probe_direction(
     evaluate: Callable[[], float],
     required: bool = False,
     scale: DirectionScale | None = None,
+    changed: BaseException | None = None,
 ) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·Δ; None when those probes are unusable.
 
@@ -190,13 +191,18 @@ def probe_direction(
     is restored after each call, on every path. Unusable: a probe overflows the dtype, no element
     moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
     like a coordinate's own); a value that is not one real number is NonScalarEvaluation. With
-    ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. Every
+    ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. With ``changed``, ``array``
+    must still hold ``saved``'s bits, compared block by block in the plus probe's pass before each
+    block is written: where they differ, ``array`` is restored and ``changed`` raised. Every
     pass goes a block at a time (:mod:`gradcheck_cli.blocks`): beside the arrays, a few blocks.
     """
     count = array.size
     bounds = block_bounds(count)
     try:
-        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale)
+        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale, changed is not None)
+        if sums is _CHANGED:
+            write_back(array, Ellipsis, saved)
+            raise changed
         if sums is None:
             write_back(array, Ellipsis, saved)
             return None
@@ -267,13 +273,21 @@ def _probes(exact, direction: Direction, multiplier: float, start: int, buffers:
     return plus, minus, plus_own, minus_own
 
 
-def _written_plus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
+_CHANGED = object()  # what _written_plus returns when the array no longer holds the snapshot's bits
+
+
+def _written_plus(
+    array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None, compare=False
+):
     """θ + m·Δ written into ``array`` block by block, and (Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))², moved);
-    None, part written, when a probe overflows or no element moves."""
+    None, part written, when a probe overflows or no element moves; with ``compare``, _CHANGED,
+    part written, when a block of ``array`` differs from ``saved`` in its bits before it is written."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
     buffers = _Buffers(array.size, array.dtype)
     dots, squares, moved = [], [], 0
     for start, stop in bounds:
+        if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
+            return _CHANGED
         exact = source.float64(start, stop, buffers.exact)
         plus, minus, plus_own, minus_own = _probes(exact, direction, multiplier, start, buffers)
         if scale is not None:
