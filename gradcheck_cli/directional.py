@@ -258,17 +258,20 @@ class _Buffers:
         self.plus_own, self.minus_own = (np.empty(size, dtype=dtype) if own else None for _ in range(2))
 
 
-def _probes(exact, direction: Direction, multiplier: float, start: int, buffers: _Buffers) -> tuple:
-    """The probes θ + m·Δ and θ − m·Δ of one block in float64, and rounded into the dtype."""
+def _probes(exact, direction: Direction, multiplier: float, start: int, buffers: _Buffers, plus=True) -> tuple:
+    """The probes θ + m·Δ and θ − m·Δ of one block in float64, and rounded into the dtype (the plus
+    probe's None unless ``plus``)."""
     n = len(exact)
     step = direction.displacement(exact, start, buffers.step[:n], buffers.bits)
     if multiplier != 1.0:  # 1·x is x, bit for bit
         np.multiply(multiplier, step, out=step)
-    plus, minus = np.add(exact, step, out=buffers.plus[:n]), np.subtract(exact, step, out=buffers.minus[:n])
+    minus = np.subtract(exact, step, out=buffers.minus[:n])
+    plus = np.add(exact, step, out=buffers.plus[:n]) if plus else None
     if buffers.plus_own is None:
         return plus, minus, plus, minus
-    plus_own, minus_own = buffers.plus_own[:n], buffers.minus_own[:n]
-    np.copyto(plus_own, plus, casting="unsafe")  # astype's rounding, into a block made once
+    plus_own, minus_own = (None if plus is None else buffers.plus_own[:n]), buffers.minus_own[:n]
+    if plus is not None:
+        np.copyto(plus_own, plus, casting="unsafe")  # astype's rounding, into a block made once
     np.copyto(minus_own, minus, casting="unsafe")
     return plus, minus, plus_own, minus_own
 
@@ -324,7 +327,7 @@ def _write_minus(array, saved, analytic, direction: Direction, multiplier: float
     weigh = largest > 0.0 and math.isfinite(largest)
     for start, stop in bounds:
         exact = source.float64(start, stop, buffers.exact)
-        target.write(start, stop, _probes(exact, direction, multiplier, start, buffers)[3])
+        target.write(start, stop, _probes(exact, direction, multiplier, start, buffers, plus=False)[3])
         if weigh:
             with np.errstate(all="ignore"):
                 shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])
