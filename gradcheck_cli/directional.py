@@ -302,11 +302,13 @@ def _written_plus(
             np.copyto(minus, minus_own)
         plus_shift = np.subtract(plus, exact, out=plus)
         minus_shift = np.subtract(exact, minus, out=minus)
-        if not (np.all(np.isfinite(plus_shift)) and np.all(np.isfinite(minus_shift))):
-            return None
         moved += int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))
         with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
             products = np.add(plus_shift, minus_shift, out=plus_shift)  # a·(Δ₊ + Δ₋), then its squares
+            # Δ₊ and Δ₋ have the sign of Δ (or are 0): their sum is ±inf, never NaN, where either is
+            # not finite, so one test of the sum is the test of both.
+            if not np.all(np.isfinite(products)):
+                return None
             np.multiply(gradient.read(start, stop), products, out=products)
             # numpy's pairwise sums (of the whole array, blocks.tree_sum): their rounding, about
             # log₂N·ε·Σ|a·Δ|, is far inside every bar.
