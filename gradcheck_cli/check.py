@@ -404,6 +404,7 @@ class _Objective:
         self.checked = checked
         self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
         self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
+        self.sampled = {}  # name → the flat offsets its coordinates write θ back to, compared at each f(θ)
         self.compared_at = None  # the call count when every array was last compared with its snapshot
 
     def __call__(self, _parameters=None):
@@ -413,7 +414,7 @@ class _Objective:
     def center(self) -> float:
         """f(θ) with every array restored, validated and recorded for the purity measurement."""
         value = evaluated_value("center", self())
-        self.unchanged()
+        self.unchanged(at=self.sampled)  # every bit: where a pass restores from the snapshot, and last
         self.centers.append(value)
         return value
 
@@ -423,7 +424,7 @@ class _Objective:
             if not same_array_bits(array, self.snapshots[name]):
                 write_back(array, Ellipsis, self.snapshots[name])
 
-    def unchanged(self, name: str | None = None) -> None:
+    def unchanged(self, name: str | None = None, at: Mapping | None = None) -> None:
         """Every checked array (or the one named) is still the one given, writable and bit-identical
         to the original: else it is restored and the objective's change is a typed error."""
         every = name is None
@@ -433,12 +434,12 @@ class _Objective:
                 raise ReadOnlyArray(role="parameters", during_check=True)
             if self.parameters.get(name) is not self.entries[name]:
                 raise ParameterChanged(parameter=name, change="replaced or removed")
-            if every and self.compared_at == self.calls:
+            if every and at is None and self.compared_at == self.calls:
                 continue  # no call since every bit was compared: nothing but gradcheck's restored writes
-            if not same_array_bits(array, self.snapshots[name]):
+            if not same_array_bits(array, self.snapshots[name], None if at is None else at.get(name, ())):
                 write_back(array, Ellipsis, self.snapshots[name])
                 raise ParameterChanged(parameter=name, change="modified in place")
-        if every:
+        if every and at is None:
             self.compared_at = self.calls
 
 
@@ -518,6 +519,7 @@ def check_gradients(
         raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
     workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
     counted = _Objective(objective, parameters, {planned.name: planned.array for planned in plan})
+    counted.sampled = {planned.name: planned.columns.offsets for planned in plan}
     try:
         return _checked(plan, counted, step, progress, workers)
     except BaseException:
@@ -631,7 +633,7 @@ def _probe_direction(
 
     The array must still be θ (it is restored from ``saved``, its snapshot, which would undo a
     change the objective made unseen)."""
-    counted.unchanged(planned.name)
+    counted.unchanged(planned.name, at={})  # its bits: compared in the plus probe's pass
     try:
         return probe_direction(
             planned.array,
@@ -642,7 +644,10 @@ def _probe_direction(
             counted,
             required=multiplier == 1.0,
             scale=scale,
+            changed=ParameterChanged(parameter=planned.name, change="modified in place"),
         )
+    except ParameterChanged:
+        raise
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
 

@@ -17,7 +17,7 @@ from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
-from .records import Record
+from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
 from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
@@ -183,6 +183,7 @@ def probe_direction(
     evaluate: Callable[[], float],
     required: bool = False,
     scale: DirectionScale | None = None,
+    changed: BaseException | None = None,
 ) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·Δ; None when those probes are unusable.
 
@@ -190,13 +191,18 @@ def probe_direction(
     is restored after each call, on every path. Unusable: a probe overflows the dtype, no element
     moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
     like a coordinate's own); a value that is not one real number is NonScalarEvaluation. With
-    ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. Every
+    ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. With ``changed``, ``array``
+    must still hold ``saved``'s bits, compared block by block in the plus probe's pass before each
+    block is written: where they differ, ``array`` is restored and ``changed`` raised. Every
     pass goes a block at a time (:mod:`gradcheck_cli.blocks`): beside the arrays, a few blocks.
     """
     count = array.size
     bounds = block_bounds(count)
     try:
-        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale)
+        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale, changed is not None)
+        if sums is _CHANGED:
+            write_back(array, Ellipsis, saved)
+            raise changed
         if sums is None:
             write_back(array, Ellipsis, saved)
             return None
@@ -252,28 +258,39 @@ class _Buffers:
         self.plus_own, self.minus_own = (np.empty(size, dtype=dtype) if own else None for _ in range(2))
 
 
-def _probes(exact, direction: Direction, multiplier: float, start: int, buffers: _Buffers) -> tuple:
-    """The probes θ + m·Δ and θ − m·Δ of one block in float64, and rounded into the dtype."""
+def _probes(exact, direction: Direction, multiplier: float, start: int, buffers: _Buffers, plus=True) -> tuple:
+    """The probes θ + m·Δ and θ − m·Δ of one block in float64, and rounded into the dtype (the plus
+    probe's None unless ``plus``)."""
     n = len(exact)
     step = direction.displacement(exact, start, buffers.step[:n], buffers.bits)
     if multiplier != 1.0:  # 1·x is x, bit for bit
         np.multiply(multiplier, step, out=step)
-    plus, minus = np.add(exact, step, out=buffers.plus[:n]), np.subtract(exact, step, out=buffers.minus[:n])
+    minus = np.subtract(exact, step, out=buffers.minus[:n])
+    plus = np.add(exact, step, out=buffers.plus[:n]) if plus else None
     if buffers.plus_own is None:
         return plus, minus, plus, minus
-    plus_own, minus_own = buffers.plus_own[:n], buffers.minus_own[:n]
-    np.copyto(plus_own, plus, casting="unsafe")  # astype's rounding, into a block made once
+    plus_own, minus_own = (None if plus is None else buffers.plus_own[:n]), buffers.minus_own[:n]
+    if plus is not None:
+        np.copyto(plus_own, plus, casting="unsafe")  # astype's rounding, into a block made once
     np.copyto(minus_own, minus, casting="unsafe")
     return plus, minus, plus_own, minus_own
 
 
-def _written_plus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
+_CHANGED = object()  # what _written_plus returns when the array no longer holds the snapshot's bits
+
+
+def _written_plus(
+    array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None, compare=False
+):
     """θ + m·Δ written into ``array`` block by block, and (Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))², moved);
-    None, part written, when a probe overflows or no element moves."""
+    None, part written, when a probe overflows or no element moves; with ``compare``, _CHANGED,
+    part written, when a block of ``array`` differs from ``saved`` in its bits before it is written."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
     buffers = _Buffers(array.size, array.dtype)
     dots, squares, moved = [], [], 0
     for start, stop in bounds:
+        if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
+            return _CHANGED
         exact = source.float64(start, stop, buffers.exact)
         plus, minus, plus_own, minus_own = _probes(exact, direction, multiplier, start, buffers)
         if scale is not None:
@@ -285,11 +302,13 @@ def _written_plus(array, saved, analytic, direction: Direction, multiplier: floa
             np.copyto(minus, minus_own)
         plus_shift = np.subtract(plus, exact, out=plus)
         minus_shift = np.subtract(exact, minus, out=minus)
-        if not (np.all(np.isfinite(plus_shift)) and np.all(np.isfinite(minus_shift))):
-            return None
         moved += int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))
         with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
             products = np.add(plus_shift, minus_shift, out=plus_shift)  # a·(Δ₊ + Δ₋), then its squares
+            # Δ₊ and Δ₋ have the sign of Δ (or are 0): their sum is ±inf, never NaN, where either is
+            # not finite, so one test of the sum is the test of both.
+            if not np.all(np.isfinite(products)):
+                return None
             np.multiply(gradient.read(start, stop), products, out=products)
             # numpy's pairwise sums (of the whole array, blocks.tree_sum): their rounding, about
             # log₂N·ε·Σ|a·Δ|, is far inside every bar.
@@ -310,7 +329,7 @@ def _write_minus(array, saved, analytic, direction: Direction, multiplier: float
     weigh = largest > 0.0 and math.isfinite(largest)
     for start, stop in bounds:
         exact = source.float64(start, stop, buffers.exact)
-        target.write(start, stop, _probes(exact, direction, multiplier, start, buffers)[3])
+        target.write(start, stop, _probes(exact, direction, multiplier, start, buffers, plus=False)[3])
         if weigh:
             with np.errstate(all="ignore"):
                 shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])

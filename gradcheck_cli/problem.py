@@ -281,7 +281,9 @@ def reject_non_finite(parameters: np.ndarray, gradient: np.ndarray) -> None:
     for values, error in ((parameters, NonFinitePoint), (gradient, NonFiniteAnalyticGradient)):
         blocks = FlatBlocks(values)
         for start, stop in block_bounds(values.size):
-            block = blocks.read(start, stop).astype(np.float64, copy=False)
+            block = blocks.read(start, stop)
+            if block.dtype != np.float32:  # float32 is tested as it is; bfloat16 and the rest in float64
+                block = block.astype(np.float64, copy=False)
             finite = np.isfinite(block)
             if not finite.all():
                 first = int(np.argmin(finite))

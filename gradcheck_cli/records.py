@@ -23,8 +23,9 @@ def same_bits(first: float, second: float) -> bool:
     return float_bits(first) == float_bits(second)
 
 
-def same_array_bits(first, second) -> bool:
-    """Whether two numpy arrays of one shape and dtype hold bit-identical elements (as :func:`same_bits`)."""
+def same_array_bits(first, second, offsets=None) -> bool:
+    """Whether two numpy arrays of one shape and dtype hold bit-identical elements (as :func:`same_bits`);
+    with ``offsets``, at those row-major offsets only."""
     import numpy as np
 
     from .blocks import FlatBlocks, block_bounds
@@ -32,6 +33,12 @@ def same_array_bits(first, second) -> bool:
     if first.shape != second.shape or first.dtype != second.dtype:
         return False
     as_bits = np.dtype(f"u{first.dtype.itemsize}")
+    if offsets is not None:
+        offsets = np.asarray(offsets, dtype=np.intp)
+        first, second = (
+            np.ndarray.flat.__get__(np.ndarray.view(each, np.ndarray))[offsets] for each in (first, second)
+        )
+        return np.array_equal(first.view(as_bits), second.view(as_bits))
     first, second = FlatBlocks(first), FlatBlocks(second)
     for start, stop in block_bounds(first.array.size):  # a block at a time: no temporary of the array's size
         if not np.array_equal(first.read(start, stop).view(as_bits), second.read(start, stop).view(as_bits)):

@@ -83,7 +83,10 @@ def largest_offsets(gradient: np.ndarray, count: int) -> list:
     buffer = np.empty(min(BLOCK, size))
     threshold = 0.0  # an entry must exceed it: nonzero, then larger than the count-th best so far
     for start, stop in block_bounds(size):
-        magnitudes = np.abs(blocks.read(start, stop).astype(np.float64, copy=False), out=buffer[: stop - start])
+        block = blocks.read(start, stop)
+        if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
+            block = block.astype(np.float64, copy=False)
+        magnitudes = np.abs(block, out=buffer[: stop - start])
         hits = np.flatnonzero(magnitudes > threshold)
         if hits.size == 0:
             continue

@@ -1331,3 +1331,40 @@ def test_the_largest_entries_in_blocks_are_the_whole_array_ones(kind, count):
     }[kind]()
     for layout in (gradient, gradient.reshape(7, -1).T if size % 7 == 0 else gradient[::-1]):
         assert largest_offsets(layout, count) == _reference_largest(layout, count)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided"])
+def test_an_array_changed_past_the_first_block_is_caught_by_the_direction_and_restored(layout):
+    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.errors import ParameterChanged
+
+    base = np.linspace(-1.0, 1.0, 2 * (3 * BLOCK + 5)).astype(np.float32 if layout == "float32" else np.float64)
+    x = base[::2] if layout == "strided" else base[: 3 * BLOCK + 5]
+    before, calls = base.tobytes(), [0]
+
+    def objective(parameters):
+        calls[0] += 1
+        if calls[0] == 3:  # a coordinate's probe: only the direction's pass reads that far
+            parameters["x"][2 * BLOCK + 7] += 1.0
+        return float(np.sum(np.asarray(parameters["x"], dtype=np.float64) ** 2))
+
+    with pytest.raises(ParameterChanged, match="'x' was modified in place"):
+        check_gradients(objective, {"x": x}, {"x": 2.0 * x})
+    assert base.tobytes() == before
+
+
+def test_a_sampled_coordinate_changed_before_its_own_probe_is_caught_at_the_next_center():
+    from gradcheck_cli.errors import ParameterChanged
+
+    x = np.linspace(-1.0, 1.0, 12)
+    calls = [0]
+
+    def objective(parameters):
+        calls[0] += 1
+        if calls[0] == 2:  # coordinate 0's first probe; coordinate 11's own probe would write θ back
+            parameters["x"][11] += 1.0
+        return float(np.sum(parameters["x"] ** 2))
+
+    with pytest.raises(ParameterChanged, match="'x' was modified in place"):
+        check_gradients(objective, {"x": x}, {"x": 2.0 * x}, samples="all")
+    assert x.tobytes() == np.linspace(-1.0, 1.0, 12).tobytes()
