@@ -14,28 +14,25 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
-from .errors import (
-    GradientShapeMismatch,
-    InvalidArgument,
-    NonFiniteEvaluation,
-    ParameterChanged,
-    ReadOnlyArray,
-    UnsupportedDtype,
-    ZeroDirection,
-)
+from .errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
 from .estimator import real_scalar, validate_steps
 from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
-from .splitmix import MASK64, splitmix64, splitmix64_array
 from .sweep import value_epsilons
+from .taylor_geometry import (
+    DEFAULT_SEED,
+    default_taylor_steps,
+    direction_pieces,
+    euclidean_norm,
+    normalized_direction,
+    taylor_direction,
+)
 from .tensors import plain_view, write_back
 
 __all__ = [
@@ -61,15 +58,6 @@ SHRINK_ORDER = 0.75
 ROUNDING_MARGIN = 10.0
 FIT_POINTS = 5
 MIN_FIT_POINTS = 3
-#: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
-DEFAULT_SEED = TAYLOR_SEED
-
-
-def _fnv1a64(text: str) -> int:
-    value = 0xCBF29CE484222325
-    for byte in text.encode("utf-8"):
-        value = ((value ^ byte) * 0x100000001B3) & MASK64
-    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,51 +132,6 @@ class TaylorResult(Record):
     verdict: str
     reason: str
     passed: bool
-
-
-def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:
-    """The deterministic unit direction over the named parameters (float64 arrays).
-
-    See the module docstring for the construction; the result's entries,
-    over all names together, have Euclidean norm 1.
-    """
-    return _normalized(_seeded_pieces(parameters, names, seed))
-
-
-def _seeded_pieces(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int) -> dict:
-    """Each named parameter's 2u − 1 entries (float64, not yet normalized): independent of the other names."""
-    raw = {}
-    for name in names:
-        shape = np.shape(parameters[name])
-        key = splitmix64(_fnv1a64(name) ^ (int(seed) & MASK64))
-        count = math.prod(shape)
-        states = np.arange(count, dtype=np.uint64) + np.uint64(key)
-        unit = (splitmix64_array(states) >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        raw[name] = (2.0 * unit - 1.0).reshape(shape)
-    return raw
-
-
-def _normalized(direction: dict) -> dict:
-    norm = _norm(list(direction.values()))
-    if not (math.isfinite(norm) and norm > 0.0):
-        raise ZeroDirection(norm=norm)
-    return {name: values / norm for name, values in direction.items()}
-
-
-def default_taylor_steps(parameters: Mapping[str, np.ndarray], names: Sequence[str]) -> tuple:
-    """hₖ = s·2⁻ᵏ, k = 0 … ⌈¾·log₂(1/ε)⌉, s = max(1, ‖x‖₂), ε of the least precise dtype."""
-    epsilon = max(probe_dtype(parameters[name].dtype).epsilon for name in names)
-    scale = max(1.0, _norm([parameters[name].astype(np.float64) for name in names]))
-    last = math.ceil(0.75 * math.log2(1.0 / epsilon))
-    return tuple(math.ldexp(scale, -k) for k in range(last + 1))
-
-
-def _norm(arrays) -> float:
-    """The Euclidean norm over several arrays, scaled first so that no square overflows."""
-    largest = max((float(np.max(np.abs(values))) for values in arrays if values.size), default=0.0)
-    if largest == 0.0 or not math.isfinite(largest):
-        return largest
-    return largest * math.sqrt(math.fsum(float(np.sum(np.square(values / largest))) for values in arrays))
 
 
 def _value_epsilon(returned) -> float:
@@ -279,8 +222,8 @@ def taylor_test(
     gradients = validated_whole_gradients(problem, names)
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise InvalidArgument(argument="seed", value=short_repr(seed), expected="a whole number")
-    pieces, description, seed = _direction_pieces(problem.parameters, names, operator.index(seed), direction)
-    unit = _normalized(pieces)
+    pieces, description, seed = direction_pieces(problem.parameters, names, operator.index(seed), direction)
+    unit = normalized_direction(pieces)
     given_steps = None if steps is None else validate_steps(steps)
     steps = default_taylor_steps(problem.parameters, names) if given_steps is None else given_steps
     result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
@@ -303,7 +246,7 @@ def _subset_tester(problem, gradients: dict, pieces: dict, description: str, see
 
     def subset_test(subset: tuple) -> str:
         """``failed``, ``passed`` or ``inconclusive``: whether the subset carries a first-order error along d."""
-        unit = _normalized({name: pieces[name] for name in subset})
+        unit = normalized_direction({name: pieces[name] for name in subset})
         subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
         subset_gradients = {name: gradients[name] for name in subset}
         result = _measure_and_judge(problem, subset, subset_gradients, (unit, description, seed), subset_steps)
@@ -387,44 +330,6 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         reason=reason,
         passed=verdict == "passed",
     )
-
-
-def _direction_pieces(parameters: Mapping, names: tuple, seed: int, direction) -> tuple:
-    """(direction pieces, how they were made, the seed recorded): the seeded splitmix64 ones, or ``direction``'s.
-
-    The pieces are not normalized; normalized over any subset of names, they give that subset's direction.
-    """
-    if direction is None:
-        return _seeded_pieces(parameters, names, seed), "splitmix64", seed
-    return _given_pieces(direction, parameters, names), "given", -1
-
-
-def _given_pieces(direction, parameters: Mapping, names: Sequence[str]) -> dict:
-    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, not yet normalized."""
-    if not isinstance(direction, AnyMapping):
-        raise InvalidArgument(
-            argument="direction", value=type(direction).__name__, expected="a mapping from parameter names to arrays"
-        )
-    unit = {}
-    for name in names:
-        values = direction.get(name)
-        if values is not None:
-            try:
-                values = np.asarray(values)
-            except (TypeError, ValueError, OverflowError, RecursionError):
-                values = np.asarray(None)
-            if values.dtype.kind not in "fiu" and values.dtype.name != "bfloat16":
-                expected = "an array of real numbers for each parameter"
-                given = f"{short_repr(direction[name])} for {name!r}"
-                raise InvalidArgument(argument="direction", value=given, expected=expected)
-            values = values.astype(np.float64)
-        if values is None or values.shape != parameters[name].shape:
-            raise GradientShapeMismatch(
-                parameters=list(parameters[name].shape),
-                analytic=[] if values is None else list(values.shape),
-            )
-        unit[name] = values
-    return unit
 
 
 def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:
@@ -511,7 +416,7 @@ def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
             deltas[name] = moved[name].astype(np.float64) - origin[name]
     if not all(np.isfinite(delta).all() for delta in deltas.values()):
         return moved, deltas, math.inf, "non-finite displacement"
-    norm = _norm(list(deltas.values()))
+    norm = euclidean_norm(list(deltas.values()))
     return moved, deltas, norm, "unchanged" if norm == 0.0 else "ok"
 
 
