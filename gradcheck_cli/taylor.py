@@ -33,6 +33,7 @@ from .taylor_geometry import (
     normalized_direction,
     taylor_direction,
 )
+from .taylor_localize import LocalizationTest, failing_names
 from .tensors import plain_view, write_back
 
 __all__ = [
@@ -82,20 +83,6 @@ class TaylorPoint(Record):
     state: str
     usable: bool = False
     in_fit: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalizationTest(Record):
-    """One Taylor test over a subset of the parameters, made to localize a failure.
-
-    ``evaluations`` counts its objective calls (f(x) twice and every evaluated step).
-    """
-
-    parameters: tuple
-    order: float
-    verdict: str
-    reason: str
-    evaluations: int
 
 
 @dataclass(frozen=True)
@@ -229,60 +216,15 @@ def taylor_test(
     result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
     if result.verdict != "failed" or result.reason != "first order":
         return result
-    tests = []
-    subset_test = _subset_tester(problem, gradients, pieces, description, seed, given_steps, tests)
-    moved = tuple(name for name in names if np.any(pieces[name] != 0.0))
-    failing = _bisect(moved, subset_test, failed=moved == names)
+    failing, tests = failing_names(
+        _measure_and_judge, problem, names, gradients, (pieces, description, seed), given_steps
+    )
     return replace(
         result,
-        failing_parameters=tuple(name for name in names if name in failing),
-        localization=tuple(tests),
+        failing_parameters=failing,
+        localization=tests,
         localization_evaluations=sum(test.evaluations for test in tests),
     )
-
-
-def _subset_tester(problem, gradients: dict, pieces: dict, description: str, seed: int, steps, tests: list):
-    """A function running the Taylor test over a subset of names (appending its LocalizationTest to ``tests``)."""
-
-    def subset_test(subset: tuple) -> str:
-        """``failed``, ``passed`` or ``inconclusive``: whether the subset carries a first-order error along d."""
-        unit = normalized_direction({name: pieces[name] for name in subset})
-        subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
-        subset_gradients = {name: gradients[name] for name in subset}
-        result = _measure_and_judge(problem, subset, subset_gradients, (unit, description, seed), subset_steps)
-        evaluations = 2 + sum(point.state in ("ok", "non-finite value") for point in result.points)
-        test = LocalizationTest(
-            parameters=subset, order=result.order, verdict=result.verdict, reason=result.reason, evaluations=evaluations
-        )
-        tests.append(test)
-        if result.verdict == "failed" and result.reason != "first order":
-            return "inconclusive"  # a nondeterministic objective says nothing about where the gradient is wrong
-        return result.verdict
-
-    return subset_test
-
-
-def _bisect(names: tuple, subset_test, failed: bool) -> tuple:
-    """The single names whose own test fails, found by bisecting ``names`` (which failed, or carry the error).
-
-    A half is searched when its own test fails or its sibling's passes (the
-    second half is then not tested); a single name is named only when its
-    own test fails (``failed`` says it already did).
-    """
-    if len(names) == 1:
-        return names if failed or subset_test(names) == "failed" else ()
-    middle = (len(names) + 1) // 2
-    first, second = names[:middle], names[middle:]
-    first_verdict = subset_test(first)
-    if first_verdict == "passed":
-        return _bisect(second, subset_test, failed=False)
-    second_verdict = subset_test(second)
-    found = ()
-    if first_verdict == "failed" or second_verdict == "passed":
-        found += _bisect(first, subset_test, failed=first_verdict == "failed")
-    if second_verdict == "failed":
-        found += _bisect(second, subset_test, failed=True)
-    return found
 
 
 def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple, steps: tuple) -> TaylorResult:
