@@ -57,6 +57,9 @@ FAIL_ORDER = 1.25
 #: Below this order the remainder does not even shrink like h: noise or a non-smooth f, not a verdict.
 SHRINK_ORDER = 0.75
 ROUNDING_MARGIN = 10.0
+#: A first-order error below this (relative to max(1, |g·d|)) may hide under the second order of a fit
+#: limited to float32's resolution: such a fit passes only when its smallest step rules it out.
+FLOAT32_BLIND_SPOT = 1e-3
 FIT_POINTS = 5
 MIN_FIT_POINTS = 3
 
@@ -233,22 +236,14 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     gradients = {name: gradient.astype(np.float64) for name, gradient in gradients.items()}
     with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
         directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
-    center, final, epsilon, points = _walk_along_direction(problem, names, unit, gradients, steps)
-    order, window, reason = _fit_order(points)
-    points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
-    evaluated = [point for point in points if point.state == "ok"]
-    limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
-    detection_limit = min(limits) if limits else math.inf
+    center, final, epsilon, points, residues = _walk_along_direction(problem, names, unit, gradients, steps)
+    judged = _judge_points(points, center, epsilon, directional_derivative)
+    if judged[-2:] == ("failed", "first order"):
+        judged, epsilon = _float32_inside(judged, points, residues, center, epsilon, directional_derivative)
+    points, fit_points, order, detection_limit, verdict, reason = judged
     deterministic = same_bits(final, center)
     if not deterministic:
         verdict, reason = "failed", "nondeterministic objective"
-    elif len(evaluated) < MIN_FIT_POINTS:
-        verdict, reason = "inconclusive", "too few evaluated points"
-    else:
-        threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
-        verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
-        if reason == "rounding level" and any(point.value == center for point in evaluated):
-            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
     return TaylorResult(
         parameters=names,
         dtypes=tuple(str(problem.parameters[name].dtype) for name in names),
@@ -261,7 +256,7 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         pass_order=PASS_ORDER,
         fail_order=FAIL_ORDER,
         points=tuple(points),
-        fit_points=len(window),
+        fit_points=fit_points,
         order=order,
         detection_limit=detection_limit,
         deterministic=deterministic,
@@ -272,6 +267,76 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         reason=reason,
         passed=verdict == "passed",
     )
+
+
+def _judge_points(points: list, center: float, epsilon: float, directional_derivative: float) -> tuple:
+    """(points marked in_fit, fit size, order, detection limit, verdict, reason) from the evaluated points."""
+    order, window, reason = _fit_order(points)
+    points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
+    evaluated = [point for point in points if point.state == "ok"]
+    limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
+    detection_limit = min(limits) if limits else math.inf
+    if len(evaluated) < MIN_FIT_POINTS:
+        verdict, reason = "inconclusive", "too few evaluated points"
+    else:
+        threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
+        verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
+        if reason == "rounding level" and any(point.value == center for point in evaluated):
+            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
+    return points, len(window), order, detection_limit, verdict, reason
+
+
+def _float32_inside(judged: tuple, points: list, residues: list, center: float, epsilon: float, slope: float):
+    """(judgement, ε_f) of a first-order failure of float64 parameters, re-judged as if f computed in float32.
+
+    Below float32's resolution of x an objective casting to float32 inside has its float32 part frozen,
+    and R(h) is first order for a right gradient. The points are re-judged with a floor widened by
+    that cast's residue Σ|g|·|(fl32(x + Δ) − fl32(x)) − Δ| and float32's rounding of the values. With
+    K = |R|/‖Δ‖ at the failing fit's smallest step and E at the widened fit's: a widened first order
+    keeps the failure; a widened second order with K > 10·E passes when E ≤ FLOAT32_BLIND_SPOT·
+    max(1, |g·d|), else is inconclusive; otherwise values that show noise (:func:`_float32_noise`)
+    make it inconclusive and smooth ones keep the failure. docs/method.md, "A float32 part inside".
+    """
+    single = 2.0**-23
+    if epsilon >= single or not any(residue > 0.0 for residue in residues):
+        return judged, epsilon
+    widened = []
+    for point, residue in zip(points, residues):
+        if point.state == "ok":
+            floor = point.rounding_floor + residue + single * (abs(center) + abs(point.value))
+            usable = point.usable and point.absolute_remainder >= ROUNDING_MARGIN * floor
+            point = replace(point, rounding_floor=floor, usable=usable)
+        widened.append(point)
+    again = _judge_points(widened, center, single, slope)
+    if again[-2:] == ("failed", "first order"):
+        return judged, epsilon
+    smallest = [point for point in judged[0] if point.in_fit][-1]
+    first_order = smallest.absolute_remainder / smallest.displacement_norm
+    fitted = [point for point in again[0] if point.in_fit]
+    below = fitted[-1].step / 4.0 if fitted else math.inf
+    noisy = _float32_noise(points, below) > 0.1 * single * abs(center)
+    if again[-1] == "second order":
+        hidden = fitted[-1].absolute_remainder / fitted[-1].displacement_norm
+        if first_order > ROUNDING_MARGIN * hidden and hidden <= FLOAT32_BLIND_SPOT * max(1.0, abs(slope)):
+            return (*again[:-1], "second order above float32 resolution (f computes in float32 below it)"), single
+        if first_order > ROUNDING_MARGIN * hidden or noisy:
+            reason = f"second order only above float32 resolution, blind to a first-order error below {hidden:.1e}"
+            return (*again[:-2], "inconclusive", reason), single
+    elif noisy:
+        reason = "first order only below float32 resolution: does the objective compute in float32?"
+        return (*again[:-2], "inconclusive", reason), single
+    return judged, epsilon  # no sign of a float32 inside: the first order stands
+
+
+def _float32_noise(points: list, below: float) -> float:
+    """The largest |R(h) − 6R(h/2) + 8R(h/4)| over evaluated halving steps below ``below``: zero for any
+    smooth a·h + b·h², so what is left is the values' noise (a float32 part's rounding)."""
+    evaluated = [point for point in points if point.state == "ok" and point.step <= below]
+    noise = 0.0
+    for first, second, third in zip(evaluated, evaluated[1:], evaluated[2:]):
+        if first.step == 2.0 * second.step == 4.0 * third.step:
+            noise = max(noise, abs(first.remainder - 6.0 * second.remainder + 8.0 * third.remainder))
+    return noise
 
 
 def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:
@@ -289,7 +354,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
         """Every array bit-identical again; False if the objective had made one read-only."""
         return all([write_back(array, Ellipsis, saved[name]) for name, array in arrays.items()])
 
-    points = []
+    points, residues = [], []
     try:
         returned = problem.objective(problem.parameters)
         center = real_scalar("center", returned)
@@ -301,6 +366,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
             moved, deltas, norm, state = _displacement(arrays, origin, unit, step)
             if state != "ok":
                 points.append(TaylorPoint(step=step, displacement_norm=norm, state=state))
+                residues.append(0.0)
                 continue
             try:
                 for name, array in arrays.items():
@@ -313,11 +379,23 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 raise ReadOnlyArray(role="parameters", during_check=True)
             _unchanged(problem.parameters, entries, arrays)
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
+            residues.append(_float32_cast_residue(arrays, origin, moved, deltas, gradients))
         final = real_scalar("center", problem.objective(problem.parameters))
         _unchanged(problem.parameters, entries, arrays)
     finally:
         restore()
-    return center, final, *_at_values_precision(points, center, epsilon)
+    return center, final, *_at_values_precision(points, center, epsilon), residues
+
+
+def _float32_cast_residue(arrays: dict, origin: dict, moved: dict, deltas: dict, gradients: dict) -> float:
+    """Σ|g|·|(fl32(x + Δ) − fl32(x)) − Δ| over the float64 parameters: what a float32 cast inside f would miss."""
+    residue = 0.0
+    with np.errstate(all="ignore"):
+        for name, array in arrays.items():
+            if array.dtype == np.float64:
+                seen = moved[name].astype(np.float32).astype(np.float64) - origin[name].astype(np.float32)
+                residue += float(np.sum(np.abs(gradients[name]) * np.abs(seen - deltas[name])))
+    return residue
 
 
 def _at_values_precision(points: list, center: float, epsilon: float) -> tuple:
