@@ -19,6 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .advice_choice import (
+    both_probes_move,
+    collapsed_fraction,
+    lower_precision_seen,
+    moves_f,
+    moving_for_the_parameter,
+    regime,
+)
 from .chapter.estimator import CentralDifference, central_difference, validate_step, validate_steps
 from .chapter.sampling import sample_tensor_coordinates
 from .dtypes import dtype_perturbations, probe_dtype
@@ -287,13 +295,14 @@ def _estimated_errors(differences: list, epsilon: float) -> tuple:
     truncation = [_truncation_estimate(differences, index) for index in range(len(differences))]
     floors = [_rounding_floor(difference, epsilon) for difference in differences]
     errors = [max(estimate, floor) for estimate, floor in zip(truncation, floors)]
-    # Smallest estimated error; on a tie the earlier (larger) step wins. Never a step whose probes
-    # leave f bit-identical (it estimates 0 whatever the derivative), unless every step does.
-    moved = [index for index, d in enumerate(differences) if not d.minus_value == d.center_value == d.plus_value]
-    advised = min(moved or range(len(differences)), key=lambda index: (errors[index], index))
+    # Smallest estimated error; on a tie the earlier (larger) step wins. Never a step at which a probe
+    # leaves f bit-identical (its estimate is 0, or half the difference, whatever the derivative):
+    # then one at which at least one probe moves f; any step only when f moves at none.
+    moved = [index for index, difference in enumerate(differences) if both_probes_move(difference)]
+    either = [index for index, d in enumerate(differences) if not d.minus_value == d.center_value == d.plus_value]
+    advised = min(moved or either or range(len(differences)), key=lambda index: (errors[index], index))
     estimates = []
     for index, difference in enumerate(differences):
-        regime = "truncation" if index < advised else ("advised" if index == advised else "rounding")
         estimates.append(
             StepEstimate(
                 requested_step=difference.requested_step,
@@ -302,7 +311,7 @@ def _estimated_errors(differences: list, epsilon: float) -> tuple:
                 rounding_floor=floors[index],
                 estimated_error=errors[index],
                 scaled_estimated_error=errors[index] / max(1.0, abs(difference.derivative)),
-                regime=regime,
+                regime=regime(index, advised),
             )
         )
     return tuple(estimates), advised
@@ -383,9 +392,34 @@ def advise_parameter_steps(objective: Callable, parameters, names: Sequence[str]
         except GradCheckError as error:
             located = AtCoordinate(coordinate=list(coordinate), source=error)
             raise AtParameter(parameter=name, source=located) from located
+        advice = moving_for_the_parameter(advice, array)
+        if (
+            steps is None
+            and lower_precision_seen(advice)
+            and collapsed_fraction(array, advice.advised_step, True) > 0.5
+        ):
+            advice = _float32_sequence_advice(evaluate, array, coordinate, advice)
         advised[name] = advice.advised_step
         records.append(ParameterStepAdvice(name, coordinate, advice))
     return ProblemStepAdvice(steps=advised, parameters=tuple(records))
+
+
+def _float32_sequence_advice(evaluate, array, coordinate, advice: StepAdvice) -> StepAdvice:
+    """When every float64 step collapses most of a float64 parameter's coordinates in float32 (an objective
+    computing in float32 inside): the advice over float32's longer default sequence, if its step moves
+    f and collapses at most half of them; else ``advice``."""
+    if array.dtype.itemsize <= 4:
+        return advice
+    try:
+        wider = advise_coordinate_step(
+            evaluate, array, coordinate, steps=default_steps(float(array[coordinate]), "float32")
+        )
+    except GradCheckError:
+        return advice
+    wider = moving_for_the_parameter(wider, array, lower=True)
+    if moves_f(wider) and collapsed_fraction(array, wider.advised_step, True) <= 0.5:
+        return wider
+    return advice
 
 
 def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequence[float] = None) -> ProblemStepAdvice:

@@ -14,28 +14,26 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .chapter.estimator import real_scalar, validate_steps
 from .chapter.formatting import short_repr
-from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
-from .errors import (
-    GradientShapeMismatch,
-    InvalidArgument,
-    NonFiniteEvaluation,
-    ParameterChanged,
-    ReadOnlyArray,
-    UnsupportedDtype,
-    ZeroDirection,
-)
+from .errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
-from .splitmix import MASK64, splitmix64, splitmix64_array
 from .sweep import value_epsilons
+from .taylor_geometry import (
+    DEFAULT_SEED,
+    default_taylor_steps,
+    direction_pieces,
+    euclidean_norm,
+    normalized_direction,
+    taylor_direction,
+)
+from .taylor_localize import LocalizationTest, failing_names
 from .tensors import plain_view, write_back
 
 __all__ = [
@@ -59,17 +57,11 @@ FAIL_ORDER = 1.25
 #: Below this order the remainder does not even shrink like h: noise or a non-smooth f, not a verdict.
 SHRINK_ORDER = 0.75
 ROUNDING_MARGIN = 10.0
+#: A first-order error below this (relative to max(1, |g·d|)) may hide under the second order of a fit
+#: limited to float32's resolution: such a fit passes only when its smallest step rules it out.
+FLOAT32_BLIND_SPOT = 1e-3
 FIT_POINTS = 5
 MIN_FIT_POINTS = 3
-#: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
-DEFAULT_SEED = TAYLOR_SEED
-
-
-def _fnv1a64(text: str) -> int:
-    value = 0xCBF29CE484222325
-    for byte in text.encode("utf-8"):
-        value = ((value ^ byte) * 0x100000001B3) & MASK64
-    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,20 +86,6 @@ class TaylorPoint(Record):
     state: str
     usable: bool = False
     in_fit: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalizationTest(Record):
-    """One Taylor test over a subset of the parameters, made to localize a failure.
-
-    ``evaluations`` counts its objective calls (f(x) twice and every evaluated step).
-    """
-
-    parameters: tuple
-    order: float
-    verdict: str
-    reason: str
-    evaluations: int
 
 
 @dataclass(frozen=True)
@@ -144,51 +122,6 @@ class TaylorResult(Record):
     verdict: str
     reason: str
     passed: bool
-
-
-def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:
-    """The deterministic unit direction over the named parameters (float64 arrays).
-
-    See the module docstring for the construction; the result's entries,
-    over all names together, have Euclidean norm 1.
-    """
-    return _normalized(_seeded_pieces(parameters, names, seed))
-
-
-def _seeded_pieces(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int) -> dict:
-    """Each named parameter's 2u − 1 entries (float64, not yet normalized): independent of the other names."""
-    raw = {}
-    for name in names:
-        shape = np.shape(parameters[name])
-        key = splitmix64(_fnv1a64(name) ^ (int(seed) & MASK64))
-        count = math.prod(shape)
-        states = np.arange(count, dtype=np.uint64) + np.uint64(key)
-        unit = (splitmix64_array(states) >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        raw[name] = (2.0 * unit - 1.0).reshape(shape)
-    return raw
-
-
-def _normalized(direction: dict) -> dict:
-    norm = _norm(list(direction.values()))
-    if not (math.isfinite(norm) and norm > 0.0):
-        raise ZeroDirection(norm=norm)
-    return {name: values / norm for name, values in direction.items()}
-
-
-def default_taylor_steps(parameters: Mapping[str, np.ndarray], names: Sequence[str]) -> tuple:
-    """hₖ = s·2⁻ᵏ, k = 0 … ⌈¾·log₂(1/ε)⌉, s = max(1, ‖x‖₂), ε of the least precise dtype."""
-    epsilon = max(probe_dtype(parameters[name].dtype).epsilon for name in names)
-    scale = max(1.0, _norm([parameters[name].astype(np.float64) for name in names]))
-    last = math.ceil(0.75 * math.log2(1.0 / epsilon))
-    return tuple(math.ldexp(scale, -k) for k in range(last + 1))
-
-
-def _norm(arrays) -> float:
-    """The Euclidean norm over several arrays, scaled first so that no square overflows."""
-    largest = max((float(np.max(np.abs(values))) for values in arrays if values.size), default=0.0)
-    if largest == 0.0 or not math.isfinite(largest):
-        return largest
-    return largest * math.sqrt(math.fsum(float(np.sum(np.square(values / largest))) for values in arrays))
 
 
 def _value_epsilon(returned) -> float:
@@ -279,67 +212,22 @@ def taylor_test(
     gradients = validated_whole_gradients(problem, names)
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
         raise InvalidArgument(argument="seed", value=short_repr(seed), expected="a whole number")
-    pieces, description, seed = _direction_pieces(problem.parameters, names, operator.index(seed), direction)
-    unit = _normalized(pieces)
+    pieces, description, seed = direction_pieces(problem.parameters, names, operator.index(seed), direction)
+    unit = normalized_direction(pieces)
     given_steps = None if steps is None else validate_steps(steps)
     steps = default_taylor_steps(problem.parameters, names) if given_steps is None else given_steps
     result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
     if result.verdict != "failed" or result.reason != "first order":
         return result
-    tests = []
-    subset_test = _subset_tester(problem, gradients, pieces, description, seed, given_steps, tests)
-    moved = tuple(name for name in names if np.any(pieces[name] != 0.0))
-    failing = _bisect(moved, subset_test, failed=moved == names)
+    failing, tests = failing_names(
+        _measure_and_judge, problem, names, gradients, (pieces, description, seed), given_steps
+    )
     return replace(
         result,
-        failing_parameters=tuple(name for name in names if name in failing),
-        localization=tuple(tests),
+        failing_parameters=failing,
+        localization=tests,
         localization_evaluations=sum(test.evaluations for test in tests),
     )
-
-
-def _subset_tester(problem, gradients: dict, pieces: dict, description: str, seed: int, steps, tests: list):
-    """A function running the Taylor test over a subset of names (appending its LocalizationTest to ``tests``)."""
-
-    def subset_test(subset: tuple) -> str:
-        """``failed``, ``passed`` or ``inconclusive``: whether the subset carries a first-order error along d."""
-        unit = _normalized({name: pieces[name] for name in subset})
-        subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
-        subset_gradients = {name: gradients[name] for name in subset}
-        result = _measure_and_judge(problem, subset, subset_gradients, (unit, description, seed), subset_steps)
-        evaluations = 2 + sum(point.state in ("ok", "non-finite value") for point in result.points)
-        test = LocalizationTest(
-            parameters=subset, order=result.order, verdict=result.verdict, reason=result.reason, evaluations=evaluations
-        )
-        tests.append(test)
-        if result.verdict == "failed" and result.reason != "first order":
-            return "inconclusive"  # a nondeterministic objective says nothing about where the gradient is wrong
-        return result.verdict
-
-    return subset_test
-
-
-def _bisect(names: tuple, subset_test, failed: bool) -> tuple:
-    """The single names whose own test fails, found by bisecting ``names`` (which failed, or carry the error).
-
-    A half is searched when its own test fails or its sibling's passes (the
-    second half is then not tested); a single name is named only when its
-    own test fails (``failed`` says it already did).
-    """
-    if len(names) == 1:
-        return names if failed or subset_test(names) == "failed" else ()
-    middle = (len(names) + 1) // 2
-    first, second = names[:middle], names[middle:]
-    first_verdict = subset_test(first)
-    if first_verdict == "passed":
-        return _bisect(second, subset_test, failed=False)
-    second_verdict = subset_test(second)
-    found = ()
-    if first_verdict == "failed" or second_verdict == "passed":
-        found += _bisect(first, subset_test, failed=first_verdict == "failed")
-    if second_verdict == "failed":
-        found += _bisect(second, subset_test, failed=True)
-    return found
 
 
 def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple, steps: tuple) -> TaylorResult:
@@ -348,22 +236,14 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     gradients = {name: gradient.astype(np.float64) for name, gradient in gradients.items()}
     with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
         directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
-    center, final, epsilon, points = _walk_along_direction(problem, names, unit, gradients, steps)
-    order, window, reason = _fit_order(points)
-    points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
-    evaluated = [point for point in points if point.state == "ok"]
-    limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
-    detection_limit = min(limits) if limits else math.inf
+    center, final, epsilon, points, residues = _walk_along_direction(problem, names, unit, gradients, steps)
+    judged = _judge_points(points, center, epsilon, directional_derivative)
+    if judged[-2:] == ("failed", "first order"):
+        judged, epsilon = _float32_inside(judged, points, residues, center, epsilon, directional_derivative)
+    points, fit_points, order, detection_limit, verdict, reason = judged
     deterministic = same_bits(final, center)
     if not deterministic:
         verdict, reason = "failed", "nondeterministic objective"
-    elif len(evaluated) < MIN_FIT_POINTS:
-        verdict, reason = "inconclusive", "too few evaluated points"
-    else:
-        threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
-        verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
-        if reason == "rounding level" and any(point.value == center for point in evaluated):
-            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
     return TaylorResult(
         parameters=names,
         dtypes=tuple(str(problem.parameters[name].dtype) for name in names),
@@ -376,7 +256,7 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         pass_order=PASS_ORDER,
         fail_order=FAIL_ORDER,
         points=tuple(points),
-        fit_points=len(window),
+        fit_points=fit_points,
         order=order,
         detection_limit=detection_limit,
         deterministic=deterministic,
@@ -389,42 +269,74 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
     )
 
 
-def _direction_pieces(parameters: Mapping, names: tuple, seed: int, direction) -> tuple:
-    """(direction pieces, how they were made, the seed recorded): the seeded splitmix64 ones, or ``direction``'s.
+def _judge_points(points: list, center: float, epsilon: float, directional_derivative: float) -> tuple:
+    """(points marked in_fit, fit size, order, detection limit, verdict, reason) from the evaluated points."""
+    order, window, reason = _fit_order(points)
+    points = [replace(point, in_fit=True) if index in window else point for index, point in enumerate(points)]
+    evaluated = [point for point in points if point.state == "ok"]
+    limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
+    detection_limit = min(limits) if limits else math.inf
+    if len(evaluated) < MIN_FIT_POINTS:
+        verdict, reason = "inconclusive", "too few evaluated points"
+    else:
+        threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
+        verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
+        if reason == "rounding level" and any(point.value == center for point in evaluated):
+            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
+    return points, len(window), order, detection_limit, verdict, reason
 
-    The pieces are not normalized; normalized over any subset of names, they give that subset's direction.
+
+def _float32_inside(judged: tuple, points: list, residues: list, center: float, epsilon: float, slope: float):
+    """(judgement, ε_f) of a first-order failure of float64 parameters, re-judged as if f computed in float32.
+
+    Below float32's resolution of x an objective casting to float32 inside has its float32 part frozen,
+    and R(h) is first order for a right gradient. The points are re-judged with a floor widened by
+    that cast's residue Σ|g|·|(fl32(x + Δ) − fl32(x)) − Δ| and float32's rounding of the values. With
+    K = |R|/‖Δ‖ at the failing fit's smallest step and E at the widened fit's: a widened first order
+    keeps the failure; a widened second order with K > 10·E passes when E ≤ FLOAT32_BLIND_SPOT·
+    max(1, |g·d|), else is inconclusive; otherwise values that show noise (:func:`_float32_noise`)
+    make it inconclusive and smooth ones keep the failure. docs/method.md, "A float32 part inside".
     """
-    if direction is None:
-        return _seeded_pieces(parameters, names, seed), "splitmix64", seed
-    return _given_pieces(direction, parameters, names), "given", -1
+    single = 2.0**-23
+    if epsilon >= single or not any(residue > 0.0 for residue in residues):
+        return judged, epsilon
+    widened = []
+    for point, residue in zip(points, residues):
+        if point.state == "ok":
+            floor = point.rounding_floor + residue + single * (abs(center) + abs(point.value))
+            usable = point.usable and point.absolute_remainder >= ROUNDING_MARGIN * floor
+            point = replace(point, rounding_floor=floor, usable=usable)
+        widened.append(point)
+    again = _judge_points(widened, center, single, slope)
+    if again[-2:] == ("failed", "first order"):
+        return judged, epsilon
+    smallest = [point for point in judged[0] if point.in_fit][-1]
+    first_order = smallest.absolute_remainder / smallest.displacement_norm
+    fitted = [point for point in again[0] if point.in_fit]
+    below = fitted[-1].step / 4.0 if fitted else math.inf
+    noisy = _float32_noise(points, below) > 0.1 * single * abs(center)
+    if again[-1] == "second order":
+        hidden = fitted[-1].absolute_remainder / fitted[-1].displacement_norm
+        if first_order > ROUNDING_MARGIN * hidden and hidden <= FLOAT32_BLIND_SPOT * max(1.0, abs(slope)):
+            return (*again[:-1], "second order above float32 resolution (f computes in float32 below it)"), single
+        if first_order > ROUNDING_MARGIN * hidden or noisy:
+            reason = f"second order only above float32 resolution, blind to a first-order error below {hidden:.1e}"
+            return (*again[:-2], "inconclusive", reason), single
+    elif noisy:
+        reason = "first order only below float32 resolution: does the objective compute in float32?"
+        return (*again[:-2], "inconclusive", reason), single
+    return judged, epsilon  # no sign of a float32 inside: the first order stands
 
 
-def _given_pieces(direction, parameters: Mapping, names: Sequence[str]) -> dict:
-    """The caller's direction over ``names``, as float64 arrays of the parameters' shapes, not yet normalized."""
-    if not isinstance(direction, AnyMapping):
-        raise InvalidArgument(
-            argument="direction", value=type(direction).__name__, expected="a mapping from parameter names to arrays"
-        )
-    unit = {}
-    for name in names:
-        values = direction.get(name)
-        if values is not None:
-            try:
-                values = np.asarray(values)
-            except (TypeError, ValueError, OverflowError, RecursionError):
-                values = np.asarray(None)
-            if values.dtype.kind not in "fiu" and values.dtype.name != "bfloat16":
-                expected = "an array of real numbers for each parameter"
-                given = f"{short_repr(direction[name])} for {name!r}"
-                raise InvalidArgument(argument="direction", value=given, expected=expected)
-            values = values.astype(np.float64)
-        if values is None or values.shape != parameters[name].shape:
-            raise GradientShapeMismatch(
-                parameters=list(parameters[name].shape),
-                analytic=[] if values is None else list(values.shape),
-            )
-        unit[name] = values
-    return unit
+def _float32_noise(points: list, below: float) -> float:
+    """The largest |R(h) − 6R(h/2) + 8R(h/4)| over evaluated halving steps below ``below``: zero for any
+    smooth a·h + b·h², so what is left is the values' noise (a float32 part's rounding)."""
+    evaluated = [point for point in points if point.state == "ok" and point.step <= below]
+    noise = 0.0
+    for first, second, third in zip(evaluated, evaluated[1:], evaluated[2:]):
+        if first.step == 2.0 * second.step == 4.0 * third.step:
+            noise = max(noise, abs(first.remainder - 6.0 * second.remainder + 8.0 * third.remainder))
+    return noise
 
 
 def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, steps: tuple) -> tuple:
@@ -442,7 +354,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
         """Every array bit-identical again; False if the objective had made one read-only."""
         return all([write_back(array, Ellipsis, saved[name]) for name, array in arrays.items()])
 
-    points = []
+    points, residues = [], []
     try:
         returned = problem.objective(problem.parameters)
         center = real_scalar("center", returned)
@@ -454,6 +366,7 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
             moved, deltas, norm, state = _displacement(arrays, origin, unit, step)
             if state != "ok":
                 points.append(TaylorPoint(step=step, displacement_norm=norm, state=state))
+                residues.append(0.0)
                 continue
             try:
                 for name, array in arrays.items():
@@ -466,11 +379,23 @@ def _walk_along_direction(problem, names: tuple, unit: dict, gradients: dict, st
                 raise ReadOnlyArray(role="parameters", during_check=True)
             _unchanged(problem.parameters, entries, arrays)
             points.append(_evaluated_point(step, norm, value, center, epsilon, gradients, deltas))
+            residues.append(_float32_cast_residue(arrays, origin, moved, deltas, gradients))
         final = real_scalar("center", problem.objective(problem.parameters))
         _unchanged(problem.parameters, entries, arrays)
     finally:
         restore()
-    return center, final, *_at_values_precision(points, center, epsilon)
+    return center, final, *_at_values_precision(points, center, epsilon), residues
+
+
+def _float32_cast_residue(arrays: dict, origin: dict, moved: dict, deltas: dict, gradients: dict) -> float:
+    """Σ|g|·|(fl32(x + Δ) − fl32(x)) − Δ| over the float64 parameters: what a float32 cast inside f would miss."""
+    residue = 0.0
+    with np.errstate(all="ignore"):
+        for name, array in arrays.items():
+            if array.dtype == np.float64:
+                seen = moved[name].astype(np.float32).astype(np.float64) - origin[name].astype(np.float32)
+                residue += float(np.sum(np.abs(gradients[name]) * np.abs(seen - deltas[name])))
+    return residue
 
 
 def _at_values_precision(points: list, center: float, epsilon: float) -> tuple:
@@ -511,7 +436,7 @@ def _displacement(arrays: dict, origin: dict, unit: dict, step: float) -> tuple:
             deltas[name] = moved[name].astype(np.float64) - origin[name]
     if not all(np.isfinite(delta).all() for delta in deltas.values()):
         return moved, deltas, math.inf, "non-finite displacement"
-    norm = _norm(list(deltas.values()))
+    norm = euclidean_norm(list(deltas.values()))
     return moved, deltas, norm, "unchanged" if norm == 0.0 else "ok"
 
 

@@ -491,3 +491,55 @@ def test_the_advice_never_picks_a_step_at_which_f_does_not_move():
     advised = next(e for e in advice.estimates if e.regime == "advised")
     assert advised.difference.minus_value != advised.difference.plus_value
     assert advised.requested_step > 1e-6
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("large", [3e5, 1e6])
+def test_the_parameters_step_leaves_f_moving_at_most_of_its_coordinates(dtype, large):
+    # f = float32(Σ sin(float32(θ))): the representative coordinate is 0.5, the others 3e5 or 1e6, whose
+    # float32 spacing is 1/32 or 1/16. Before: the advised step (4.9e-3 to 9.8e-3 in float32, 7.8e-4 to
+    # 6.2e-3 in float64) left θ ± h on θ's float32 number at 19 of 20 coordinates: f could not move there.
+    x = np.full((4, 5), large, dtype=dtype)
+    x.reshape(-1)[:10] += np.arange(10).astype(dtype)
+    x.reshape(-1)[10] = 0.5
+    saved = x.copy()
+
+    def objective(parameters):
+        return float(np.sum(np.sin(parameters["x"].astype(np.float32)), dtype=np.float32))
+
+    advice = advise_problem_steps((objective, {"x": x}, {"x": np.cos(x.astype(np.float64))}))
+    assert x.tobytes() == saved.tobytes()
+    step = advice.steps["x"]
+    center = objective({"x": x})
+    unmoved = 0
+    for index in range(x.size):
+        for sign in (-1.0, 1.0):
+            probe = x.copy()
+            probe.reshape(-1)[index] = probe.reshape(-1)[index].astype(np.float64) + sign * step
+            if objective({"x": probe}) == center:
+                unmoved += 1
+                break
+    assert unmoved <= x.size // 2, (step, unmoved)
+    advised = next(e for e in advice.parameters[0].advice.estimates if e.regime == "advised")
+    assert advised.difference.minus_value != advised.difference.center_value != advised.difference.plus_value
+
+
+@pytest.mark.parametrize("form", ["tanh", "sin", "square", "exp"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0])
+def test_step_auto_picks_a_step_at_which_both_probes_move_a_float32_inside_objective(form, dtype, scale):
+    inner = {"tanh": np.tanh, "sin": np.sin, "square": np.square, "exp": lambda z: np.exp(0.3 * z)}[form]
+    for seed in range(3):
+        x = (np.random.default_rng(seed).normal(size=(4, 5)) * scale).astype(dtype)
+
+        def objective(parameters):
+            values = parameters["x"]
+            return float(np.sum(inner(values.astype(np.float32)), dtype=np.float32)) + 1e-3 * float(
+                np.sum(values.astype(np.float64) ** 2)
+            )
+
+        advice = advise_problem_steps((objective, {"x": x}, {"x": np.zeros(x.shape)})).parameters[0].advice
+        moving = [e for e in advice.estimates if e.difference.minus_value != e.difference.center_value]
+        moving = [e for e in moving if e.difference.plus_value != e.difference.center_value]
+        advised = next(e for e in advice.estimates if e.regime == "advised")
+        assert advised in moving, (seed, advised.requested_step)

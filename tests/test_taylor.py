@@ -649,3 +649,69 @@ def test_the_command_line_names_the_failing_parameters():
     assert [test["parameters"] for test in document["localization"]] == [["W1", "b1"], ["W2"]]
     passing = json.loads(runner.invoke(main, ["taylor", f"{portable}:problem", "--json"]).stdout)["taylor"]
     assert (passing["failing_parameters"], passing["localization"], passing["localization_evaluations"]) == ([], [], 0)
+
+
+FLOAT32_INSIDE = {
+    "tanh": (np.tanh, lambda x: 1.0 - np.tanh(x) ** 2),
+    "sin": (np.sin, np.cos),
+    "exp": (lambda x: np.exp(0.3 * x), lambda x: 0.3 * np.exp(0.3 * x)),
+    "square": (np.square, lambda x: 2.0 * x),
+}
+
+
+def float32_inside_problem(form, weight, shape, seed, wrong=None, dtype=np.float64):
+    """f = float32(Σ inner(float32(x))) + weight·Σx² (the second term in float64), its gradient right or ``wrong``."""
+    inner, derivative = FLOAT32_INSIDE[form]
+    x = np.random.default_rng(seed).normal(size=shape).astype(dtype)
+
+    def objective(parameters):
+        values = parameters["x"]
+        return float(np.sum(inner(values.astype(np.float32)), dtype=np.float32)) + weight * float(
+            np.sum(values.astype(np.float64) ** 2)
+        )
+
+    x64 = x.astype(np.float64)
+    gradient = derivative(x64) + 2.0 * weight * x64
+    gradient = {None: gradient, "twice": 2.0 * gradient, "sign": -gradient, "shift": gradient + 1e-2}[wrong]
+    return objective, {"x": x}, {"x": gradient}
+
+
+@pytest.mark.parametrize("form", sorted(FLOAT32_INSIDE))
+@pytest.mark.parametrize("weight", [1e-6, 1e-3, 0.1, 1.0])
+@pytest.mark.parametrize("shape", [(4, 5), (9,)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_right_gradient_of_a_float32_inside_objective_is_never_failed(form, weight, shape, dtype):
+    # Before: the float64 parameters' fit used the steps at which the float32 part is frozen, where R(h)
+    # is the float64 term's first-order residue: tanh, weight 1e-3, (4, 5) failed "first order" 30/30 seeds.
+    verdicts = []
+    for seed in range(5):
+        problem = float32_inside_problem(form, weight, shape, seed, dtype=dtype)
+        saved = problem[1]["x"].copy()
+        result = taylor_test(problem)
+        assert problem[1]["x"].tobytes() == saved.tobytes()
+        assert result.verdict != "failed", (seed, result.reason)
+        if result.verdict == "inconclusive":
+            assert "float32" in result.reason or dtype == np.float32, result.reason
+        verdicts.append(result.verdict)
+    if form == "tanh" and weight <= 1e-3 and dtype == np.float64:
+        assert verdicts.count("passed") >= 2, verdicts  # a pass earned above float32's resolution
+
+
+@pytest.mark.parametrize("form", sorted(FLOAT32_INSIDE))
+@pytest.mark.parametrize("weight", [1e-3, 1.0])
+@pytest.mark.parametrize("wrong", ["twice", "sign", "shift"])
+def test_a_wrong_gradient_of_a_float32_inside_objective_never_passes(form, weight, wrong):
+    for seed in range(5):
+        result = taylor_test(float32_inside_problem(form, weight, (4, 5), seed, wrong=wrong))
+        assert result.verdict != "passed", (seed, result.reason)
+    if weight == 1e-3 and wrong != "shift":
+        assert result.verdict == "failed" and result.reason == "first order"
+
+
+@pytest.mark.parametrize("error", [1e-6, 1e-4])
+def test_a_small_error_of_a_float64_objective_still_fails_first_order(error):
+    # The float32 re-judgement needs the values' noise or a first order absent above float32's resolution:
+    # a smooth float64 objective's small first-order error stays a failure.
+    x = np.random.default_rng(3).normal(size=(4, 5))
+    result = taylor_test((lambda p: float(np.sum(np.tanh(p["x"]))), {"x": x}, {"x": 1.0 - np.tanh(x) ** 2 + error}))
+    assert (result.verdict, result.reason) == ("failed", "first order")
