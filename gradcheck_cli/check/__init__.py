@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
-from .defaults import CHECK_SAMPLES
-from .diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
-from .directional import Direction, DirectionScale, DirectionalCheck, directional_estimate, probe_direction
-from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
-from .errors import (
+from ..advice import ProblemStepAdvice, advise_parameter_steps, representative_coordinate
+from ..defaults import CHECK_SAMPLES
+from ..diagnosis import Diagnosis, DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
+from ..directional import Direction, DirectionScale, DirectionalCheck, directional_estimate, probe_direction
+from ..dtypes import ProbeDtype, dtype_perturbations, probe_dtype
+from ..errors import (
     AtParameter,
     DuplicateCoordinate,
     EmptyTensor,
@@ -39,7 +39,7 @@ from .errors import (
     UnknownSampler,
     ZeroSamples,
 )
-from .estimator import (
+from ..estimator import (
     CentralDifference,
     GradientComparison,
     OneSidedSlopeComparison,
@@ -50,8 +50,8 @@ from .estimator import (
     validate_step,
     validate_tolerance,
 )
-from .formatting import rust_list
-from .judge import (
+from ..formatting import rust_list
+from ..judge import (
     CONFIRMATION_FACTORS,
     FAILED,
     FAIL_MARGIN,
@@ -67,9 +67,9 @@ from .judge import (
     verdict_of,
     with_step_sensitivity,
 )
-from .problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
-from .records import Record, float_bits, same_array_bits
-from .sampling import (
+from ..problem import GradientProblem, reject_non_finite, reject_shared_memory, selected_names
+from ..records import Record, float_bits, same_array_bits
+from ..sampling import (
     CHECKED_COORDINATE_BYTES,
     ParameterSample,
     SampledCoordinate,
@@ -78,8 +78,8 @@ from .sampling import (
     validate_samples,
     validate_selection,
 )
-from .selection import SAMPLERS, select_offsets
-from .sweep import (
+from ..selection import SAMPLERS, select_offsets
+from ..sweep import (
     ObservedNoise,
     PrimaryColumns,
     ProbeColumns,
@@ -98,7 +98,7 @@ from .sweep import (
     value_epsilons,
     with_probes,
 )
-from .tensors import (
+from ..tensors import (
     at_coordinate,
     element_count,
     finite_point,
@@ -1063,7 +1063,7 @@ def _serial(jobs) -> bool:
 
 
 def _parallel():
-    from . import parallel
+    from .. import parallel
 
     return parallel
 
