@@ -514,10 +514,10 @@ def _load(setup: _Setup) -> None:
         for name, digest in setup.digests.items():
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
-        from .check import JITTER_LIMIT, _Objective
+        from .check.probe import JITTER_LIMIT, GuardedObjective
 
         objective = _watched(objective)
-        guard = _Objective(objective, parameters, {name: parameters[name] for name in setup.checked})
+        guard = GuardedObjective(objective, parameters, {name: parameters[name] for name in setup.checked})
         value, center = evaluated_value("center", objective(parameters)), setup.center
         if abs(value - center) > JITTER_LIMIT * setup.epsilon * max(abs(value), abs(center)):
             raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
