@@ -15,11 +15,11 @@ import numpy as np
 
 from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .errors import NonFiniteEvaluation, ReadOnlyArray
+from .estimates import estimate_columns, value_epsilons
 from .estimator import evaluated_value
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
 from .records import Record
 from .splitmix import splitmix64_array
-from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
 __all__ = [

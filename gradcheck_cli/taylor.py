@@ -30,12 +30,12 @@ from .errors import (
     UnsupportedDtype,
     ZeroDirection,
 )
+from .estimates import value_epsilons
 from .estimator import real_scalar, validate_steps
 from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .splitmix import MASK64, splitmix64, splitmix64_array
-from .sweep import value_epsilons
 from .tensors import plain_view, write_back
 
 __all__ = [

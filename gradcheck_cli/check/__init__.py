@@ -20,7 +20,16 @@ from ..errors import (
 )
 from ..problem import GradientProblem
 from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, purity_of, report_of
-from .plan import ALL_COORDINATES, AUTO_STEP, Samples, is_auto, plan_check, probed_at, selected_coordinates
+from .plan import (
+    ALL_COORDINATES,
+    AUTO_STEP,
+    CheckOptions,
+    Samples,
+    is_auto,
+    plan_check,
+    probed_at,
+    selected_coordinates,
+)
 from .probe import JITTER_LIMIT, GuardedObjective, first_pass, resolved_direction_scale
 from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, KinkVerdict, ParameterCheck, PurityVerdict
 
@@ -111,9 +120,8 @@ def check_gradients(
         non-finite or non-scalar objective value at a coordinate's step. Exceptions raised by
         the objective propagate unchanged, with every array restored.
     """
-    plan = plan_check(
-        objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
-    )
+    options = CheckOptions(samples, step, tolerance, kink_tolerance, coordinates, names, sampler)  # in order
+    plan = plan_check(objective, parameters, gradients, options)
     if progress is not None and not callable(progress):
         raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
     workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
@@ -135,7 +143,7 @@ def _checked(plan: list, counted: GuardedObjective, step, progress, workers) -> 
         step_advice = advise_parameter_steps(counted, counted.parameters, [planned.name for planned in plan])
         plan = [probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
     with contextlib.nullcontext() if workers is None else _parallel().probing(workers, plan) as pool:
-        probed = first_pass(plan, counted, progress, total, pool)
+        probed = first_pass(plan, counted, progress, pool)
     purity = purity_of(counted.centers, min(planned.dtype.epsilon for planned in plan))
     direction_scales = [resolved_direction_scale(item) for item in probed]
     largest = (max([0.0] + [largest_gradient(item) for item in probed]), max([0.0, *direction_scales]))

@@ -15,6 +15,17 @@ from ..errors import (
     AtParameter,
     GradCheckError,
 )
+from ..estimates import (
+    ObservedNoise,
+    PrimaryColumns,
+    floor_factor,
+    observed_noise,
+    primary_columns,
+    sensitivity_floors,
+    series_noise,
+    stencil_estimates,
+    value_epsilons,
+)
 from ..estimator import (
     CentralDifference,
     compare_gradients,
@@ -38,17 +49,6 @@ from ..judge import (
     with_step_sensitivity,
 )
 from ..records import float_bits
-from ..sweep import (
-    ObservedNoise,
-    PrimaryColumns,
-    floor_factor,
-    observed_noise,
-    primary_columns,
-    sensitivity_floors,
-    series_noise,
-    stencil_estimates,
-    value_epsilons,
-)
 from ..tensors import (
     at_coordinate,
 )

@@ -41,11 +41,7 @@ from ..sampling import (
     validate_selection,
 )
 from ..selection import SAMPLERS, select_offsets
-from ..sweep import (
-    ProbeColumns,
-    plan_columns,
-    with_probes,
-)
+from ..sweep import ProbeColumns, plan_columns, with_probes
 from ..tensors import (
     at_coordinate,
     element_count,
@@ -91,9 +87,22 @@ def is_auto(step) -> bool:
 # validates the probes at the advised steps after the advice and before the first checked coordinate.
 
 
-def plan_check(
-    objective, parameters, gradients, samples, step, tolerance, kink_tolerance, coordinates, names, sampler
-) -> list:
+@dataclass(frozen=True)
+class CheckOptions:
+    """:func:`~gradcheck_cli.check.check_gradients`' keywords that decide what is probed (as given;
+    :func:`plan_check` validates them)."""
+
+    samples: Samples = CHECK_SAMPLES
+    step: None | float | str | Mapping = None
+    tolerance: float | None = None
+    kink_tolerance: None | float | Mapping = None
+    coordinates: Mapping | None = None
+    names: Iterable[str] | None = None
+    sampler: str = "structured"
+
+
+def plan_check(objective, parameters, gradients, options: CheckOptions) -> list:
+    """One PlannedParameter per selected parameter, every argument validated (before any call)."""
     if not callable(objective):
         raise InvalidArgument(argument="objective", value=type(objective).__name__, expected="callable")
     _validate_mapping("parameters", "arrays", parameters)
@@ -101,41 +110,42 @@ def plan_check(
     for name in gradients:
         if name not in parameters:
             raise UnexpectedGradient(name=name)
-    steps = AUTO_STEP if is_auto(step) else _per_parameter("step", step, validate_step, parameters)
-    if tolerance is not None:
-        tolerance = validate_tolerance(tolerance)
-    kink_tolerances = _per_parameter("kink_tolerance", kink_tolerance, validate_tolerance, parameters)
-    samples = _validated_samples(samples)
-    if not (isinstance(sampler, str) and sampler in SAMPLERS):
-        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
-    selected = selected_names(parameters, gradients, names)
-    if coordinates is None:
-        coordinates = {}
-    _validate_mapping("coordinates", "lists of coordinates", coordinates)
-    for name in coordinates:
-        if name not in parameters:
-            raise UnknownParameter(name=name, available=list(parameters))
-
+    options = _validated(options, parameters)
+    selected = selected_names(parameters, gradients, options.names)
+    options = dataclasses.replace(options, coordinates=_validated_coordinates(options.coordinates, parameters))
     plan = []
     for name in selected:
         try:
-            plan.append(
-                _plan_parameter(
-                    name,
-                    parameters[name],
-                    gradients[name],
-                    samples,
-                    coordinates.get(name),
-                    steps.get(name) if isinstance(steps, dict) else steps,
-                    tolerance,
-                    kink_tolerances.get(name) if isinstance(kink_tolerances, dict) else kink_tolerances,
-                    sampler,
-                )
-            )
+            plan.append(_plan_parameter(name, parameters[name], gradients[name], options))
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
     reject_shared_memory(parameters, selected)
     return plan
+
+
+def _validated(options: CheckOptions, parameters: Mapping) -> CheckOptions:
+    """``options`` validated but for the coordinates: a step and a kink tolerance are one value, or a dict name → value."""
+    step = options.step
+    steps = AUTO_STEP if is_auto(step) else _per_parameter("step", step, validate_step, parameters)
+    tolerance = options.tolerance if options.tolerance is None else validate_tolerance(options.tolerance)
+    kink_tolerances = _per_parameter("kink_tolerance", options.kink_tolerance, validate_tolerance, parameters)
+    samples = _validated_samples(options.samples)
+    sampler = options.sampler
+    if not (isinstance(sampler, str) and sampler in SAMPLERS):
+        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
+    return dataclasses.replace(
+        options, samples=samples, step=steps, tolerance=tolerance, kink_tolerance=kink_tolerances
+    )
+
+
+def _validated_coordinates(coordinates, parameters: Mapping) -> Mapping:
+    """The explicit coordinates' mapping (None: none), its names checked against ``parameters``."""
+    coordinates = {} if coordinates is None else coordinates
+    _validate_mapping("coordinates", "lists of coordinates", coordinates)
+    for name in coordinates:
+        if name not in parameters:
+            raise UnknownParameter(name=name, available=list(parameters))
+    return coordinates
 
 
 def _validate_mapping(role: str, values: str, mapping) -> None:
@@ -215,13 +225,15 @@ def selected_coordinates(
     return tuple(chosen)
 
 
-def _plan_parameter(
-    name, array, gradient, samples, listed, step, tolerance, kink_tolerance, sampler
-) -> PlannedParameter:
+def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> PlannedParameter:
+    step, kink_tolerance = (
+        value.get(name) if isinstance(value, dict) else value for value in (options.step, options.kink_tolerance)
+    )
+    samples, listed, tolerance = options.samples, options.coordinates.get(name), options.tolerance
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
     reject_non_finite(array, gradient)
-    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, sampler)
+    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler)
 
     if is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.

@@ -25,12 +25,7 @@ from ..judge import (
     CONFIRMATION_FACTORS,
 )
 from ..records import same_array_bits
-from ..sweep import (
-    SlopeColumns,
-    difference_at,
-    probe_values,
-    slope_columns,
-)
+from ..sweep import SlopeColumns, difference_at, probe_values, slope_columns
 from ..tensors import (
     probing_objective,
     write_back,
@@ -101,67 +96,90 @@ class GuardedObjective:
             self.compared_at = self.calls
 
 
-def first_pass(plan: list, counted: GuardedObjective, progress, total: int, pool=None) -> list:
+class FirstPass:
+    """The first pass's count of coordinates probed at h, shared by the serial loop and parallel.py's
+    pool: each coordinate's two calls counted, f(θ) again at the checkpoints (a third and two thirds
+    of the ``total`` coordinates), then ``progress(done, total)``."""
+
+    def __init__(self, counted: GuardedObjective, total: int, progress: Callable | None):
+        self.counted, self.total, self.progress, self.done = counted, total, progress, 0
+        self.checkpoints = sorted({max(1, math.ceil(total * part / 3)) for part in (1, 2)})
+
+    def advance(self, count: int) -> None:
+        """``count`` more coordinates probed: their calls counted, f(θ) at a checkpoint, then progress."""
+        self.counted.calls += 2 * count
+        self.done += count
+        if self.done in self.checkpoints:
+            self.counted.center()
+        if self.progress is not None:  # the segment's last coordinate: after the checkpoint's f(θ)
+            self.progress(self.done, self.total)
+
+    def probe(self, planned: PlannedParameter) -> tuple:
+        """``planned``'s values at θ − h and θ + h, here, in segments that end at the checkpoints."""
+        columns, minus, plus, start = planned.columns, [], [], 0
+        while start < len(columns):
+            due = [
+                point - self.done for point in self.checkpoints if self.done < point <= self.done + len(columns) - start
+            ]
+            stop = start + due[0] if due else len(columns)
+            segment = self._segment(planned, start, stop)
+            minus += segment[0]
+            plus += segment[1]
+            self.advance(stop - start)
+            start = stop
+        return minus, plus
+
+    def _segment(self, planned: PlannedParameter, start: int, stop: int) -> tuple:
+        """Coordinates start:stop of ``planned`` probed at h; typed errors in AtParameter."""
+        progress, base, total = self.progress, self.done - start, self.total
+        after = None if progress is None else (lambda k: progress(base + k, total) if k < stop else None)
+        counted = self.counted
+        try:
+            return probe_values(
+                planned.array,
+                planned.columns,
+                counted.objective,
+                counted.parameters,
+                part=(start, stop),
+                progress=after,
+                center=counted.centers[0],
+            )
+        except GradCheckError as error:
+            raise AtParameter(parameter=planned.name, source=error) from error
+
+
+def first_pass(plan: list, counted: GuardedObjective, progress, pool=None) -> list:
     """f(θ), each coordinate's two probes at h, each direction's two probes; f(θ) again at checkpoints.
 
     With a ``pool`` (parallel.py) the coordinates' probes are made in worker processes, and
     everything else here, in the same order.
     """
     center = counted.center()
-    checkpoints = sorted({max(1, math.ceil(total * part / 3)) for part in (1, 2)})
-    probed, done = [], 0
+    passing = FirstPass(counted, sum(len(planned.columns) for planned in plan), progress)
+    probed = []
     for index, planned in enumerate(plan):
-        columns, minus, plus = planned.columns, [], []
-        if pool is not None:
-            done = pool.collect(index, counted, minus, plus, done, checkpoints, progress, total)
-        else:
-            start = 0
-            while start < len(columns):
-                due = [point - done for point in checkpoints if done < point <= done + len(columns) - start]
-                stop = start + due[0] if due else len(columns)
-                _probe_segment(planned, start, stop, counted, minus, plus, progress, done - start, total)
-                done += stop - start
-                start = stop
-                if done in checkpoints:
-                    counted.center()
-                if progress is not None:  # the segment's last coordinate: after the checkpoint's f(θ)
-                    progress(done, total)
-        minus_values, plus_values = np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
-        slopes = slope_columns(columns, minus_values, center, plus_values)
-        if not slopes.finite.all():
-            coordinate_difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
-        saved, displacement, scale = (
-            counted.snapshots[planned.name],
-            _direction_displacement(planned),
-            _scale(columns.offsets, slopes),
-        )
-        direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
-        item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
-        item.direction_scale = scale.value(int(planned.array.size)) if direction is not None else 0.0
-        probed.append(item)
+        minus, plus = passing.probe(planned) if pool is None else pool.collect(index, passing)
+        probed.append(_probed(planned, counted, center, minus, plus))
     counted.center()
     return probed
 
 
-def _probe_segment(planned, start, stop, counted: GuardedObjective, minus, plus, progress, base: int, total: int):
-    """Coordinates start:stop of ``planned`` probed at h (their calls counted); typed errors in AtParameter."""
-    after = None if progress is None else (lambda k: progress(base + k, total) if k < stop else None)
-    try:
-        probe_values(
-            planned.array,
-            planned.columns,
-            start,
-            stop,
-            counted.objective,
-            counted.parameters,
-            minus,
-            plus,
-            after,
-            center=counted.centers[0],
-        )
-    except GradCheckError as error:
-        raise AtParameter(parameter=planned.name, source=error) from error
-    counted.calls += 2 * (stop - start)
+def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float, minus, plus) -> ProbedParameter:
+    """``planned`` after its coordinates' probes: their slopes checked, then the direction's first probes."""
+    columns = planned.columns
+    minus_values, plus_values = np.array(minus, dtype=np.float64), np.array(plus, dtype=np.float64)
+    slopes = slope_columns(columns, minus_values, center, plus_values)
+    if not slopes.finite.all():
+        coordinate_difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
+    saved, displacement, scale = (
+        counted.snapshots[planned.name],
+        _direction_displacement(planned),
+        _scale(columns.offsets, slopes),
+    )
+    direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
+    item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
+    item.direction_scale = scale.value(int(planned.array.size)) if direction is not None else 0.0
+    return item
 
 
 def coordinate_difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:

@@ -21,9 +21,7 @@ from ..judge import (
     PASSED,
 )
 from ..records import Record
-from ..sweep import (
-    index_columns,
-)
+from ..sweep import index_columns
 
 
 @dataclass(frozen=True, slots=True)
