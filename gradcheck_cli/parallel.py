@@ -212,12 +212,13 @@ class _Pool:
         self.workers, self.plan = workers, plan
         self.executor, self.processes, self.split, self.futures = None, [], [], []
 
-    def start(self, checkpoints: list, center: float) -> None:
-        """Split the coordinates into chunks, and submit every chunk in order: to the caller's executor
-        with the setup (each worker loads the problem at its first chunk), or to min(count, chunks)
-        workers started here, which load it (and check their f(θ) against ``center``) as they start."""
-        self.split = chunks([len(planned.columns) for planned in self.plan], checkpoints, self.workers.count)
-        setup = self._setup(center)
+    def start(self, passing) -> None:
+        """Split the coordinates into chunks at the checkpoints of ``passing`` (the first pass), and submit
+        every chunk in order: to the caller's executor with the setup (each worker loads the problem at
+        its first chunk), or to min(count, chunks) workers started here, which load it (and check their
+        f(θ) against this one's) as they start."""
+        self.split = chunks([len(planned.columns) for planned in self.plan], passing.checkpoints, self.workers.count)
+        setup = self._setup(passing.counted)
         if self.workers.executor is not None:
             self.executor = self.workers.executor
             self._submit(setup)
@@ -233,13 +234,15 @@ class _Pool:
             self._submit(setup.key)
         self.processes = self._started()
 
-    def _setup(self, center: float) -> Setup:
-        """The workers' setup, complete now that f(θ) is known, with the key that names it."""
+    def _setup(self, counted) -> Setup:
+        """The workers' setup, complete now that f(θ) is known, with the key that names it: the workers
+        watch their arrays with the guard of ``counted`` (the check's guarded objective), its class."""
         setup = dataclasses.replace(
             self.workers.setup,
             checked=[planned.name for planned in self.plan],
-            center=center,
+            center=counted.centers[0],
             epsilon=min(planned.dtype.epsilon for planned in self.plan),
+            guard=type(counted),
         )
         key = hashlib.blake2b(pickle.dumps(dataclasses.astuple(setup)[1:])).hexdigest()
         return dataclasses.replace(setup, key=key)
@@ -259,7 +262,7 @@ class _Pool:
         the serial loop counts its segments. A probe's typed error is raised in AtParameter, as serially."""
         counted = passing.counted
         if self.executor is None:
-            self.start(passing.checkpoints, counted.centers[0])
+            self.start(passing)
         planned, minus, plus = self.plan[index], [], []
         for (start, stop), future in zip(self.split[index], self.futures[index]):
             with self._reporting_death():

@@ -38,7 +38,9 @@ class Setup:
     :class:`~gradcheck_cli.problem.ProblemReference` or of ``(objective, parameters)``; ``digests``, each
     parameter array's :func:`array_digest`; the ``checked`` names; this process's f(θ), ``center``, once
     known, with the ``epsilon`` of its check; ``environment``, this process's, for the pool's workers
-    (forks of a server started earlier). ``key`` names it in a worker's cache."""
+    (forks of a server started earlier); ``guard``, the class of the check's guarded objective, which
+    watches the ``checked`` arrays here as the check does (its ``jitter_limit`` bounds how far this f(θ)
+    may be from ``center``). ``key`` names it in a worker's cache."""
 
     key: str
     problem: bytes
@@ -47,6 +49,7 @@ class Setup:
     center: float = math.nan
     epsilon: float = math.nan
     environment: dict | None = None
+    guard: type | None = None
 
 
 def array_digest(array) -> str | None:
@@ -90,7 +93,7 @@ def start_worker(setup: Setup) -> None:
 
 def _load(setup: Setup) -> None:
     """The problem of ``setup`` loaded and checked against the parent's: the ``digests`` of its arrays,
-    and its f(θ), ``center``, within the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a
+    and its f(θ), ``center``, within the purity measurement's jitter_limit·ε·|f| (this one call is not a
     probe, and is not counted). The ``checked`` arrays are watched as the serial check watches them. A
     failure is kept, and raised by every task of that setup."""
     _WORKER.clear()
@@ -110,12 +113,10 @@ def _load(setup: Setup) -> None:
         for name, digest in setup.digests.items():
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
-        from .check.probe import JITTER_LIMIT, GuardedObjective
-
         objective = _watched(objective)
-        guard = GuardedObjective(objective, parameters, {name: parameters[name] for name in setup.checked})
+        guard = setup.guard(objective, parameters, {name: parameters[name] for name in setup.checked})
         value, center = evaluated_value("center", objective(parameters)), setup.center
-        if abs(value - center) > JITTER_LIMIT * setup.epsilon * max(abs(value), abs(center)):
+        if abs(value - center) > setup.guard.jitter_limit * setup.epsilon * max(abs(value), abs(center)):
             raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
         _WORKER.update(objective=objective, parameters=parameters, guard=guard)
     except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent

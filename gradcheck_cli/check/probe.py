@@ -53,6 +53,8 @@ class ProbedParameter:
 class GuardedObjective:
     """The user's objective, called as ``objective(parameters)`` and counted; f(θ) kept."""
 
+    jitter_limit = JITTER_LIMIT  # what a worker's f(θ) may differ from this process's by (parallel.py)
+
     def __init__(self, objective: Callable, parameters: Mapping, checked: dict):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
         self.checked = checked
