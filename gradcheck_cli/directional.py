@@ -16,10 +16,10 @@ import numpy as np
 from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
+from .estimates import estimate_columns, value_epsilons
 from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
-from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
 __all__ = [

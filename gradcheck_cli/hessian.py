@@ -20,6 +20,7 @@ from .chapter.formatting import short_repr
 from .cotangents import DEFAULT_SEED, tangent
 from .dtypes import probe_dtype
 from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
+from .estimates import estimate_columns, value_epsilons
 from .judge import (
     CONFIRMATION_FACTORS,
     Resolution,
@@ -30,7 +31,6 @@ from .judge import (
 )
 from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
-from .sweep import estimate_columns, value_epsilons
 from .tensors import write_back
 
 __all__ = [
@@ -260,7 +260,7 @@ def _read(returned, names, origins: Mapping, role: str) -> dict:
 
 
 def _values_epsilon(center: dict, probe: dict, epsilon: float) -> float:
-    """ε of the precision the gradient's values carry: :func:`~gradcheck_cli.sweep.value_epsilons`'
+    """ε of the precision the gradient's values carry: :func:`~gradcheck_cli.estimates.value_epsilons`'
     where every value at θ and at both probes is a number of that lower precision (a float64 θ of
     small integers has a float32 gradient there, but not at θ ± h·v), else the parameters' ``epsilon``."""
     epsilons = [value_epsilons(probe[name][4], center[name], probe[name][3], epsilon) for name in center]

@@ -191,7 +191,7 @@ def judge_primary(
 ) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation.
 
-    ``floor`` is :func:`~gradcheck_cli.sweep.sensitivity_floors` at the step (default: the tolerance): a relative error
+    ``floor`` is :func:`~gradcheck_cli.estimates.sensitivity_floors` at the step (default: the tolerance): a relative error
     above it is confirmed at other steps, where the bar may resolve it. Beside the check's largest
     gradient (not the parameter's own), values within the bar of zero pass only
     once confirmed at the other steps, where the bar may be smaller.
@@ -356,12 +356,7 @@ def judge_confirmed(
         return Judgement(
             verdict=FAILED, decided_at=gross, reason=_disagreement(estimates, usable, gross, tolerance, floor, unit)
         )
-    note = noise_note(noise, precision) if noise else _precision_note(estimates, usable, precision)
-    if values_precision is not None:
-        note += (
-            f"; f's values are all {values_precision} numbers: the objective computes in lower precision than "
-            f"{precision}, and its rounding sets the bar"
-        )
+    note = _evidence_note(estimates, usable, noise, precision, values_precision)
     if approaching and any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=INCONCLUSIVE,
@@ -378,6 +373,15 @@ def judge_confirmed(
         )
     reason = _undecided(estimates, best, tolerance, floor, resolution, unit)
     return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
+
+
+def _evidence_note(estimates: Sequence[StepEstimate], usable: list, noise: float, precision: str, values_precision):
+    """What an undecided verdict adds about the values' precision: the observed noise, or the bars' precision."""
+    note = noise_note(noise, precision) if noise else _precision_note(estimates, usable, precision)
+    if values_precision is not None:
+        note += f"; f's values are all {values_precision} numbers: the objective computes in lower precision than "
+        note += f"{precision}, and its rounding sets the bar"
+    return note
 
 
 #: f's observed noise beyond NOISE_LIMIT·ε·|f| is not the rounding of the parameters' dtype.

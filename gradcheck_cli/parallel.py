@@ -33,15 +33,13 @@ import os
 import pickle
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .blame import RAISED_IN_WORKER, exception_line, user_location, user_traceback
-from .chapter.estimator import evaluated_value
-from .chapter.formatting import rust_debug, short_repr
+from .blame import exception_line
+from .chapter.formatting import short_repr
 from .errors import (
     AtParameter,
     GradCheckError,
@@ -50,10 +48,10 @@ from .errors import (
     UnpicklableProblem,
     WorkerDied,
     WorkerProbeDiffers,
-    WorkerProblemDiffers,
 )
 from .records import same_bits
 from .sweep import ProbeColumns, probe_values
+from .workers import HELD_SIGNALS, Setup, array_digest, probe_chunk, start_worker
 
 __all__ = [
     "CHUNKS_PER_WORKER",
@@ -62,7 +60,6 @@ __all__ = [
     "executor_workers",
     "worker_count",
     "workers_for",
-    "array_digest",
     "chunks",
     "probing",
 ]
@@ -90,25 +87,8 @@ class Workers:
     caller's ``executor`` (None: a pool of ``count`` worker processes is started for the check)."""
 
     count: int
-    setup: _Setup
+    setup: Setup
     executor: object = None
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """What a worker loads the problem from: ``problem``, a pickle of its
-    :class:`~gradcheck_cli.problem.ProblemReference` or of ``(objective, parameters)``; ``digests``, each
-    parameter array's :func:`array_digest`; the ``checked`` names; this process's f(θ), ``center``, once
-    known, with the ``epsilon`` of its check; ``environment``, this process's, for the pool's workers
-    (forks of a server started earlier). ``key`` names it in a worker's cache."""
-
-    key: str
-    problem: bytes
-    digests: dict
-    checked: list
-    center: float = math.nan
-    epsilon: float = math.nan
-    environment: dict | None = None
 
 
 def worker_count(jobs) -> int:
@@ -175,7 +155,7 @@ def workers_for(jobs, objective, parameters) -> Workers | None:
     except Exception as error:  # PicklingError, AttributeError and TypeError ("cannot pickle ...")
         raise UnpicklableProblem(jobs=count, error=exception_line(error)) from error
     digests = {name: array_digest(value) for name, value in parameters.items() if isinstance(value, np.ndarray)}
-    return Workers(count, _Setup("", problem, digests, []), executor)
+    return Workers(count, Setup("", problem, digests, []), executor)
 
 
 def _reject_unimportable_main(objective, count: int, executor) -> None:
@@ -187,16 +167,6 @@ def _reject_unimportable_main(objective, count: int, executor) -> None:
     if module == "__main__" and (executor is not None or not os.path.isfile(main_file)):
         name = getattr(objective, "__qualname__", None) or type(objective).__qualname__
         raise ObjectiveInMain(jobs=count, name=name)
-
-
-def array_digest(array) -> str | None:
-    """A digest of an array's dtype, shape and every byte of its values (row-major); None for a non-array."""
-    if not isinstance(array, np.ndarray):
-        return None
-    values = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-    digest = hashlib.blake2b(repr((array.dtype.name, array.shape)).encode())
-    digest.update(values)
-    return digest.hexdigest()
 
 
 def chunks(lengths: list, checkpoints: list, workers: int) -> list:
@@ -242,12 +212,13 @@ class _Pool:
         self.workers, self.plan = workers, plan
         self.executor, self.processes, self.split, self.futures = None, [], [], []
 
-    def start(self, checkpoints: list, center: float) -> None:
-        """Split the coordinates into chunks, and submit every chunk in order: to the caller's executor
-        with the setup (each worker loads the problem at its first chunk), or to min(count, chunks)
-        workers started here, which load it (and check their f(θ) against ``center``) as they start."""
-        self.split = chunks([len(planned.columns) for planned in self.plan], checkpoints, self.workers.count)
-        setup = self._setup(center)
+    def start(self, passing) -> None:
+        """Split the coordinates into chunks at the checkpoints of ``passing`` (the first pass), and submit
+        every chunk in order: to the caller's executor with the setup (each worker loads the problem at
+        its first chunk), or to min(count, chunks) workers started here, which load it (and check their
+        f(θ) against this one's) as they start."""
+        self.split = chunks([len(planned.columns) for planned in self.plan], passing.checkpoints, self.workers.count)
+        setup = self._setup(passing.counted)
         if self.workers.executor is not None:
             self.executor = self.workers.executor
             self._submit(setup)
@@ -258,18 +229,20 @@ class _Pool:
         setup = dataclasses.replace(setup, environment=dict(os.environ))
         with _interrupts_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
             self.executor = concurrent.futures.ProcessPoolExecutor(
-                count, mp_context=_context(), initializer=_start_worker, initargs=(setup,)
+                count, mp_context=_context(), initializer=start_worker, initargs=(setup,)
             )
             self._submit(setup.key)
         self.processes = self._started()
 
-    def _setup(self, center: float) -> _Setup:
-        """The workers' setup, complete now that f(θ) is known, with the key that names it."""
+    def _setup(self, counted) -> Setup:
+        """The workers' setup, complete now that f(θ) is known, with the key that names it: the workers
+        watch their arrays with the guard of ``counted`` (the check's guarded objective), its class."""
         setup = dataclasses.replace(
             self.workers.setup,
             checked=[planned.name for planned in self.plan],
-            center=center,
+            center=counted.centers[0],
             epsilon=min(planned.dtype.epsilon for planned in self.plan),
+            guard=type(counted),
         )
         key = hashlib.blake2b(pickle.dumps(dataclasses.astuple(setup)[1:])).hexdigest()
         return dataclasses.replace(setup, key=key)
@@ -278,18 +251,19 @@ class _Pool:
         for planned, parameter in zip(self.plan, self.split):
             self.futures.append(
                 [
-                    self.executor.submit(_probe_chunk, setup, planned.name, _chunk(planned.columns, a, b))
+                    self.executor.submit(probe_chunk, setup, planned.name, _chunk(planned.columns, a, b))
                     for a, b in parameter
                 ]
             )
 
-    def collect(self, index: int, counted, minus: list, plus: list, done: int, checkpoints, progress, total) -> int:
-        """Parameter ``index``'s values, chunk by chunk in order, appended to ``minus`` and ``plus``;
-        f(θ) at the checkpoints and ``progress`` after each chunk, as the serial loop has them. Returns
-        the coordinates done. A probe's typed error is raised in AtParameter, as serially."""
+    def collect(self, index: int, passing) -> tuple:
+        """Parameter ``index``'s values at θ − h and θ + h, chunk by chunk in order, each chunk counted by
+        ``passing`` (:class:`~gradcheck_cli.check.probe.FirstPass`: f(θ) at its checkpoints, progress) as
+        the serial loop counts its segments. A probe's typed error is raised in AtParameter, as serially."""
+        counted = passing.counted
         if self.executor is None:
-            self.start(checkpoints, counted.centers[0])
-        planned = self.plan[index]
+            self.start(passing)
+        planned, minus, plus = self.plan[index], [], []
         for (start, stop), future in zip(self.split[index], self.futures[index]):
             with self._reporting_death():
                 chunk_minus, chunk_plus, error = future.result()
@@ -298,13 +272,8 @@ class _Pool:
             _verify(planned, start, chunk_minus[0], chunk_plus[0], counted)
             minus += chunk_minus
             plus += chunk_plus
-            counted.calls += 2 * (stop - start)
-            done += stop - start
-            if progress is not None:
-                progress(done, total)
-            if done in checkpoints:
-                counted.center()
-        return done
+            passing.advance(stop - start)
+        return minus, plus
 
     @contextlib.contextmanager
     def _reporting_death(self):
@@ -395,7 +364,14 @@ def _lost_worker(error: BaseException) -> bool:
 
 
 #: What the forkserver imports once, so that each worker (a fork of it) starts with them imported.
-_PRELOAD = ("numpy", "concurrent.futures.process", "gradcheck_cli.check", "gradcheck_cli.problem", __name__)
+_PRELOAD = (
+    "numpy",
+    "concurrent.futures.process",
+    "gradcheck_cli.check",
+    "gradcheck_cli.problem",
+    "gradcheck_cli.workers",
+    __name__,
+)
 
 
 def _context():
@@ -414,17 +390,9 @@ def _context():
 def _verify(planned, start: int, minus: float, plus: float, counted) -> None:
     """Coordinate ``start`` (a chunk's first) probed again here, uncounted: a worker's two values must
     be this process's bit for bit, or the workers run another objective (WorkerProbeDiffers)."""
-    here_minus, here_plus = [], []
     try:
-        probe_values(
-            planned.array,
-            planned.columns,
-            start,
-            start + 1,
-            counted.objective,
-            counted.parameters,
-            here_minus,
-            here_plus,
+        here_minus, here_plus = probe_values(
+            planned.array, planned.columns, counted.objective, counted.parameters, part=(start, start + 1)
         )
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=error) from error
@@ -447,11 +415,6 @@ def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
     )
 
 
-#: What a terminal or a supervisor sends to stop a run: the parent handles them (the command line
-#: ends as on Ctrl-C) and stops its workers, which ignore all but SIGTERM, the parent's own stop.
-_HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)}
-
-
 @contextlib.contextmanager
 def _interrupts_held():
     """The ending signals blocked in this thread meanwhile (a worker started now inherits the mask), where
@@ -459,170 +422,8 @@ def _interrupts_held():
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-# ---------------------------------------------------------------- in a worker
-
-#: The problem this process loaded last, by its setup's key: ``key``, then ``objective``, ``parameters``
-#: and ``guard``, or the ``failure`` that every task of that setup raises.
-_WORKER = {}
-#: One chunk at a time in a process: the threads of one worker (a dask worker's, a thread pool's) share
-#: its arrays, which a chunk perturbs in place.
-_PROBING = threading.Lock()
-
-
-def _start_worker(setup: _Setup) -> None:
-    """A pool's initializer: Ctrl-C ignored (this process's parent stops it), this process's parent's
-    environment, and the problem loaded once (:func:`_load`)."""
-    for number in _HELD_SIGNALS - {signal.SIGTERM}:
-        signal.signal(number, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
-    _whole_lines()
-    _end_with_parent()
-    if setup.environment is not None and setup.environment != os.environ:
-        os.environ.clear()
-        os.environ.update(setup.environment)
-    with _PROBING:
-        _load(setup)
-
-
-def _load(setup: _Setup) -> None:
-    """The problem of ``setup`` loaded and checked against the parent's: the ``digests`` of its arrays,
-    and its f(θ), ``center``, within the purity measurement's JITTER_LIMIT·ε·|f| (this one call is not a
-    probe, and is not counted). The ``checked`` arrays are watched as the serial check watches them. A
-    failure is kept, and raised by every task of that setup."""
-    _WORKER.clear()
-    _WORKER["key"] = setup.key
-    try:
-        loaded = pickle.loads(setup.problem)
-        if isinstance(loaded, tuple):
-            objective, parameters = loaded
-        else:
-            os.chdir(loaded.directory)
-            from .problem import load_problem
-
-            found = load_problem(loaded.text, loaded.adapt)
-            objective, parameters = found.objective, found.parameters
-        for value in parameters.values():
-            _made_private(value)
-        for name, digest in setup.digests.items():
-            if array_digest(parameters.get(name)) != digest:
-                raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
-        from .check import JITTER_LIMIT, _Objective
-
-        objective = _watched(objective)
-        guard = _Objective(objective, parameters, {name: parameters[name] for name in setup.checked})
-        value, center = evaluated_value("center", objective(parameters)), setup.center
-        if abs(value - center) > JITTER_LIMIT * setup.epsilon * max(abs(value), abs(center)):
-            raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
-        _WORKER.update(objective=objective, parameters=parameters, guard=guard)
-    except BaseException as error:  # noqa: BLE001 - raised again by every task, in the parent
-        _WORKER["failure"] = error
-
-
-def _whole_lines() -> None:
-    """This worker's ``print`` written a whole line at a time, so that the workers' lines on one shared
-    stderr never splice mid-line (under ``python -u`` or PYTHONUNBUFFERED each piece of a print is a
-    write of its own; a line up to PIPE_BUF bytes written at once is atomic)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(line_buffering=True, write_through=False)
-
-
-#: mmap's MAP_FIXED (Linux and the BSDs, macOS included), which Python's mmap module does not export.
-_MAP_FIXED = 0x10
-
-
-def _mapped(array) -> bool:
-    """Whether ``array``'s memory is an mmap (np.memmap, a SharedMemory buffer): shared with a file or
-    other processes, the other workers among them."""
-    import mmap
-
-    base = array
-    while base is not None:
-        if isinstance(base, mmap.mmap):
-            return True
-        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
-    return False
-
-
-def _made_private(array) -> None:
-    """A memory-mapped ``array`` given this worker's own copy of its pages, at the same addresses (the
-    problem's objects keep pointing at it): the probes of every worker stay out of the file and out of
-    each other's way, as the serial check's probes are alone in it. POSIX only."""
-    if not isinstance(array, np.ndarray) or array.size == 0 or os.name != "posix" or not _mapped(array):
-        return
-    import ctypes
-    import mmap
-
-    from .tensors import byte_bounds
-
-    low, high = byte_bounds(array)
-    start = low - low % mmap.PAGESIZE
-    length = -(-(high - start) // mmap.PAGESIZE) * mmap.PAGESIZE
-    pages = ctypes.string_at(start, length)
-    remap = ctypes.CDLL(None, use_errno=True).mmap
-    remap.restype = ctypes.c_void_p
-    remap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED
-    if remap(start, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) != start:
-        raise OSError(ctypes.get_errno(), "cannot give a memory-mapped parameter a private copy in a worker")
-    ctypes.memmove(start, pages, length)
-
-
-def _end_with_parent() -> None:
-    """End this worker the moment its parent process ends, however it ended (SIGKILL included): a
-    thread waits on the pipe from the parent, which reads end-of-file once the parent is gone."""
-    import multiprocessing
-    import multiprocessing.connection
-
-    parent = multiprocessing.parent_process()
-    if parent is None or parent.sentinel is None:
-        return
-
-    def watch():
-        multiprocessing.connection.wait([parent.sentinel])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="gradcheck-parent", daemon=True).start()
-
-
-def _probe_chunk(setup, name: str, columns: ProbeColumns) -> tuple:
-    """``(minus, plus, None)``: the chunk's values at θ−h and θ+h; or ``(None, None, error)``, the
-    probe's typed error, which the parent wraps as the serial check does. ``setup`` is the
-    :class:`_Setup` (loaded here at its first chunk), or the key of the one this pool's initializer
-    loaded. The objective's exceptions propagate; so does the error of an objective that changed its
-    parameters (ParameterChanged), raised unwrapped as at the serial check's next f(θ)."""
-    with _PROBING:
-        if not isinstance(setup, str) and _WORKER.get("key") != setup.key:
-            _load(setup)
-        if "failure" in _WORKER:
-            raise _WORKER["failure"]
-        parameters = _WORKER["parameters"]
-        minus, plus = [], []
-        try:
-            probe_values(parameters[name], columns, 0, len(columns), _WORKER["objective"], parameters, minus, plus)
-        except GradCheckError as error:
-            return None, None, error
-        _WORKER["guard"].unchanged()
-        return minus, plus, None
-
-
-def _watched(objective):
-    """``objective``, marking what it raises with where the user's code raised it (blame.raised_in_worker)."""
-
-    def call(parameters):
-        try:
-            return objective(parameters)
-        except BaseException as error:
-            with contextlib.suppress(Exception):
-                setattr(error, RAISED_IN_WORKER, (user_location(error), user_traceback(error)))
-            raise
-
-    return call

@@ -22,9 +22,9 @@ from .chapter.estimator import real_scalar, validate_steps
 from .chapter.formatting import short_repr
 from .dtypes import probe_dtype
 from .errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
+from .estimates import value_epsilons
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
-from .sweep import value_epsilons
 from .taylor_geometry import (
     DEFAULT_SEED,
     default_taylor_steps,

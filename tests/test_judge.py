@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gradcheck_cli import check_gradients
+from gradcheck_cli.estimates import estimate_columns
 from gradcheck_cli.judge import (
     FAILED,
     INCONCLUSIVE,
@@ -20,7 +21,6 @@ from gradcheck_cli.judge import (
     with_step_sensitivity,
 )
 from gradcheck_cli.selection import structured_coordinates
-from gradcheck_cli.sweep import estimate_columns
 from gradcheck_cli.testing import assert_gradients_match
 
 RNG = np.random.default_rng(20261201)

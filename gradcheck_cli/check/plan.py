@@ -1,0 +1,303 @@
+"""Everything a check validates before its first objective call: the plan of each parameter."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..advice import representative_coordinate
+from ..chapter.estimator import (
+    validate_step,
+    validate_tolerance,
+)
+from ..chapter.formatting import rust_list
+from ..chapter.sampling import (
+    CHECKED_COORDINATE_BYTES,
+    ParameterSample,
+    SampledCoordinate,
+    coordinate_from_offset,
+    offset_from_coordinate,
+    validate_samples,
+    validate_selection,
+)
+from ..defaults import CHECK_SAMPLES
+from ..dtypes import ProbeDtype
+from ..errors import (
+    AtParameter,
+    DuplicateCoordinate,
+    EmptyTensor,
+    GradCheckError,
+    InvalidArgument,
+    InvalidCoordinate,
+    InvalidParameterName,
+    UnexpectedGradient,
+    UnknownParameter,
+    UnknownSampler,
+    ZeroSamples,
+)
+from ..problem import reject_non_finite, reject_shared_memory, selected_names
+from ..selection import SAMPLERS, select_offsets
+from ..sweep import ProbeColumns, plan_columns, with_probes
+from ..tensors import (
+    at_coordinate,
+    element_count,
+    finite_point,
+    parameter_and_gradient,
+    plain_view,
+)
+
+#: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
+ALL_COORDINATES = "all"
+#: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
+AUTO_STEP = "auto"
+
+Samples = int | str
+
+
+@dataclass(frozen=True)
+class PlannedParameter:
+    """One selected parameter, validated: its arrays, coordinates and tolerances.
+
+    ``step`` is the given step, None for the dtype's default, or AUTO_STEP until the advice
+    replaces it (and then ``coordinates`` have no probes yet). ``kink_tolerance`` is the given
+    one, or None for the default that goes with each coordinate's step.
+    """
+
+    name: str
+    array: np.ndarray
+    gradient: np.ndarray
+    dtype: ProbeDtype
+    selection: str
+    requested_samples: int | None
+    step: None | float | str
+    tolerance: float
+    kink_tolerance: float | None
+    columns: ProbeColumns
+
+
+def is_auto(step) -> bool:
+    return isinstance(step, str) and step == AUTO_STEP
+
+
+# Validation: everything below runs before the first objective call, except probed_at, which
+# validates the probes at the advised steps after the advice and before the first checked coordinate.
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """:func:`~gradcheck_cli.check.check_gradients`' keywords that decide what is probed (as given;
+    :func:`plan_check` validates them)."""
+
+    samples: Samples = CHECK_SAMPLES
+    step: None | float | str | Mapping = None
+    tolerance: float | None = None
+    kink_tolerance: None | float | Mapping = None
+    coordinates: Mapping | None = None
+    names: Iterable[str] | None = None
+    sampler: str = "structured"
+
+
+def plan_check(objective, parameters, gradients, options: CheckOptions) -> list:
+    """One PlannedParameter per selected parameter, every argument validated (before any call)."""
+    if not callable(objective):
+        raise InvalidArgument(argument="objective", value=type(objective).__name__, expected="callable")
+    _validate_mapping("parameters", "arrays", parameters)
+    _validate_mapping("gradients", "arrays", gradients)
+    for name in gradients:
+        if name not in parameters:
+            raise UnexpectedGradient(name=name)
+    options = _validated(options, parameters)
+    selected = selected_names(parameters, gradients, options.names)
+    options = dataclasses.replace(options, coordinates=_validated_coordinates(options.coordinates, parameters))
+    plan = []
+    for name in selected:
+        try:
+            plan.append(_plan_parameter(name, parameters[name], gradients[name], options))
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+    reject_shared_memory(parameters, selected)
+    return plan
+
+
+def _validated(options: CheckOptions, parameters: Mapping) -> CheckOptions:
+    """``options`` validated but for the coordinates: a step and a kink tolerance are one value, or a dict name → value."""
+    step = options.step
+    steps = AUTO_STEP if is_auto(step) else _per_parameter("step", step, validate_step, parameters)
+    tolerance = options.tolerance if options.tolerance is None else validate_tolerance(options.tolerance)
+    kink_tolerances = _per_parameter("kink_tolerance", options.kink_tolerance, validate_tolerance, parameters)
+    samples = _validated_samples(options.samples)
+    sampler = options.sampler
+    if not (isinstance(sampler, str) and sampler in SAMPLERS):
+        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
+    return dataclasses.replace(
+        options, samples=samples, step=steps, tolerance=tolerance, kink_tolerance=kink_tolerances
+    )
+
+
+def _validated_coordinates(coordinates, parameters: Mapping) -> Mapping:
+    """The explicit coordinates' mapping (None: none), its names checked against ``parameters``."""
+    coordinates = {} if coordinates is None else coordinates
+    _validate_mapping("coordinates", "lists of coordinates", coordinates)
+    for name in coordinates:
+        if name not in parameters:
+            raise UnknownParameter(name=name, available=list(parameters))
+    return coordinates
+
+
+def _validate_mapping(role: str, values: str, mapping) -> None:
+    if not isinstance(mapping, Mapping):
+        raise InvalidArgument(
+            argument=role, value=type(mapping).__name__, expected=f"a mapping from parameter names to {values}"
+        )
+    for key in mapping:
+        if not isinstance(key, str):
+            raise InvalidParameterName(name=repr(key), type_name=type(key).__name__)
+
+
+def _per_parameter(role: str, value, validate: Callable, parameters: Mapping):
+    """None, one validated value, or a dict name → validated value (names checked against ``parameters``)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        return validate(value, role)
+    _validate_mapping(role, "numbers", value)
+    validated = {}
+    for name, item in value.items():
+        if name not in parameters:
+            raise UnknownParameter(name=name, available=list(parameters))
+        try:
+            validated[name] = validate(item, role)
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+    return validated
+
+
+def _validated_samples(samples) -> Samples:
+    if isinstance(samples, str) and samples == ALL_COORDINATES:
+        return ALL_COORDINATES
+    return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
+
+
+def _selection(shape: tuple, gradient, samples, listed, sampler) -> tuple:
+    """(selection, requested samples or None, flat offsets) of one parameter, as a check selects them."""
+    if listed is not None:
+        return "explicit", None, [sample.flat_index for sample in _explicit_coordinates(listed, shape)]
+    count = element_count(shape)
+    if count == 0:
+        raise EmptyTensor()
+    if samples == ALL_COORDINATES:
+        validate_selection(count, coordinate_bytes=CHECKED_COORDINATE_BYTES)
+        return "all", None, np.arange(count, dtype=np.intp)
+    validate_selection(min(samples, count), coordinate_bytes=CHECKED_COORDINATE_BYTES)
+    return sampler, samples, select_offsets(shape, samples, gradient, sampler)
+
+
+def selected_coordinates(
+    parameters: Mapping,
+    gradients: Mapping,
+    *,
+    samples: Samples = CHECK_SAMPLES,
+    sampler: str = "structured",
+    names=None,
+) -> tuple:
+    """The coordinates ``check_gradients`` with these options probes, one ParameterSample per parameter.
+
+    Nothing is evaluated: the selection needs only the shapes and, for the structured sampler,
+    the analytic gradients (their largest entries are among the coordinates).
+    """
+    samples = _validated_samples(samples)
+    if not (isinstance(sampler, str) and sampler in SAMPLERS):
+        raise UnknownSampler(sampler=repr(sampler), available=list(SAMPLERS))
+    chosen = []
+    for name in selected_names(parameters, gradients, names):
+        try:
+            dtype, gradient = parameter_and_gradient(parameters[name], gradients[name])
+            shape = tuple(parameters[name].shape)
+            selection, requested, offsets = _selection(shape, gradient, samples, None, sampler)
+        except GradCheckError as error:
+            raise AtParameter(parameter=name, source=error) from error
+        coordinates = tuple(SampledCoordinate(int(k), coordinate_from_offset(shape, int(k))) for k in offsets)
+        chosen.append(ParameterSample(name, dtype.name, shape, selection, requested, coordinates))
+    return tuple(chosen)
+
+
+def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> PlannedParameter:
+    step, kink_tolerance = (
+        value.get(name) if isinstance(value, dict) else value for value in (options.step, options.kink_tolerance)
+    )
+    samples, listed, tolerance = options.samples, options.coordinates.get(name), options.tolerance
+    dtype, gradient = parameter_and_gradient(array, gradient)
+    array = plain_view(array)
+    reject_non_finite(array, gradient)
+    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler)
+
+    if is_auto(step):
+        # The probes wait for the advised step; θ must be finite where the advice will probe too.
+        planned = plan_columns(array, gradient, offsets, dtype, None, probes=False)
+        representative = representative_coordinate(array.shape)
+        try:
+            finite_point(array, representative)
+        except GradCheckError as error:
+            raise at_coordinate(representative, error) from error
+    else:
+        planned = plan_columns(array, gradient, offsets, dtype, step)
+
+    return PlannedParameter(
+        name=name,
+        array=array,
+        gradient=gradient,
+        dtype=dtype,
+        selection=selection,
+        requested_samples=requested,
+        step=step,
+        tolerance=dtype.tolerance if tolerance is None else tolerance,
+        kink_tolerance=kink_tolerance,
+        columns=planned,
+    )
+
+
+def probed_at(planned: PlannedParameter, step: float) -> PlannedParameter:
+    """``planned`` at the advised ``step``, its probes validated (AtParameter if one is invalid)."""
+    try:
+        columns = with_probes(planned.columns, planned.dtype, step)
+    except GradCheckError as error:
+        raise AtParameter(parameter=planned.name, source=error) from error
+    return dataclasses.replace(planned, step=step, columns=columns)
+
+
+def _explicit_coordinates(listed, shape: tuple) -> list:
+    if isinstance(listed, (str, bytes)) or not isinstance(listed, Iterable):
+        raise InvalidCoordinate(coordinate=repr(listed), shape=list(shape))
+    selected, seen = [], set()
+    for item in listed:
+        coordinate = _index_tuple(item, shape)
+        if coordinate in seen:
+            raise DuplicateCoordinate(coordinate=list(coordinate))
+        seen.add(coordinate)
+        selected.append(SampledCoordinate(offset_from_coordinate(shape, coordinate), coordinate))
+    if not selected:
+        raise ZeroSamples()
+    return selected
+
+
+def _index_tuple(item, shape: tuple) -> tuple:
+    """A row-major index tuple into ``shape``; an int stands for (int,) in 1-D."""
+    try:
+        if isinstance(item, bool):
+            raise TypeError
+        if len(shape) == 1 and not isinstance(item, (tuple, list, np.ndarray)):
+            coordinate = (operator.index(item),)
+        else:
+            coordinate = tuple(operator.index(position) for position in item)
+            if any(isinstance(position, bool) for position in item):
+                raise TypeError
+    except TypeError:
+        raise InvalidCoordinate(coordinate=repr(item), shape=list(shape)) from None
+    in_range = len(coordinate) == len(shape) and all(0 <= p < extent for p, extent in zip(coordinate, shape))
+    if not in_range:
+        raise InvalidCoordinate(coordinate=rust_list(coordinate), shape=list(shape))
+    return coordinate
