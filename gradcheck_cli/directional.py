@@ -17,7 +17,7 @@ from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
-from .judge import ROUNDING_FACTOR, StepEstimate, slopes_agree
+from .judge import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
 from .tensors import write_back
@@ -345,8 +345,8 @@ def directional_estimate(
     kink_tolerance: float,
     scale: float,
     own_scale: float,
-) -> StepEstimate:
-    """The probe's StepEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
+) -> JudgedEstimate:
+    """The probe's JudgedEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
 
     ``scale`` is the largest directional scale of the check, against which the slopes are compared;
     ``own_scale`` this direction's ‖g∘Δ‖₂ read from the numerical side (docs/method.md, "The

@@ -17,8 +17,8 @@ from .judge import (
     NOISE_LIMIT,
     ROUNDING_FACTOR,
     ErrorBar,
+    JudgedEstimate,
     Resolution,
-    StepEstimate,
     verdict_passes,
 )
 from .sweep import ProbeColumns, SlopeColumns
@@ -59,10 +59,10 @@ class EstimateColumns:
     bar: np.ndarray
     consistent: np.ndarray
 
-    def estimate(self, k: int) -> StepEstimate:
+    def estimate(self, k: int) -> JudgedEstimate:
         """The k-th estimate as a record."""
         rounding, jitter, total = float(self.rounding[k]), float(self.jitter[k]), float(self.bar[k])
-        return StepEstimate(
+        return JudgedEstimate(
             step=float(self.step[k]),
             analytic=float(self.analytic[k]),
             numerical=float(self.numerical[k]),
@@ -169,8 +169,8 @@ class PrimaryColumns:
     def bar(self) -> np.ndarray:
         return self.estimates.bar
 
-    def estimate(self, k: int) -> StepEstimate:
-        """Coordinate k's StepEstimate at h, read from the columns."""
+    def estimate(self, k: int) -> JudgedEstimate:
+        """Coordinate k's JudgedEstimate at h, read from the columns."""
         return self.estimates.estimate(k)
 
 

@@ -23,8 +23,8 @@ from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
 from .judge import (
     CONFIRMATION_FACTORS,
+    JudgedEstimate,
     Resolution,
-    StepEstimate,
     judge_confirmed,
     judge_primary,
     with_step_sensitivity,
@@ -299,7 +299,7 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
                 raise ReadOnlyArray(role="parameters", during_check=False)
 
 
-def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> StepEstimate:
+def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> JudgedEstimate:
     analytic, numerical, largest = probe[:3]
     return estimate_columns(
         multiplier,

@@ -18,7 +18,7 @@ __all__ = [
     "HIGHER_PRECISION_FLOOR_FACTOR",
     "NOISE_LIMIT",
     "ErrorBar",
-    "StepEstimate",
+    "JudgedEstimate",
     "Judgement",
     "Resolution",
     "verdict_passes",
@@ -63,7 +63,7 @@ class ErrorBar(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class StepEstimate(Record):
+class JudgedEstimate(Record):
     """The analytic and numerical values at one step, with the estimate's error bar.
 
     ``step`` is the requested step (a coordinate) or the direction's multiplier (a
@@ -100,7 +100,7 @@ def slopes_agree(left: float, right: float, tolerance: float, scale: float, nois
     return abs(left - right) <= tolerance * max(abs(left), abs(right), scale) + noise
 
 
-def threshold(estimate: StepEstimate, tolerance: float, floor: float) -> float:
+def threshold(estimate: JudgedEstimate, tolerance: float, floor: float) -> float:
     """The relative gap up to which ``estimate`` agrees: FAIL_MARGIN error bars, at least ``floor``
     (what the estimate can support at its step), at most ``tolerance`` (the user's bound)."""
     if estimate.scale == 0.0:
@@ -163,7 +163,7 @@ def verdict_of(verdicts, stateful: bool = False) -> str:
 
 
 def _passes(
-    estimate: StepEstimate, tolerance: float, limit: float, resolution: Resolution, unresolved: bool = True
+    estimate: JudgedEstimate, tolerance: float, limit: float, resolution: Resolution, unresolved: bool = True
 ) -> bool:
     """:func:`verdict_passes` of one estimate."""
     return verdict_passes(
@@ -180,14 +180,14 @@ def _passes(
     )
 
 
-def _disagrees(estimate: StepEstimate, floor: float) -> bool:
+def _disagrees(estimate: JudgedEstimate, floor: float) -> bool:
     """A gap beyond the floor and beyond FAIL_MARGIN error bars, at consistent slopes."""
     gap = abs(estimate.analytic - estimate.numerical)
     return estimate.slopes_consistent and gap > max(floor * estimate.scale, FAIL_MARGIN * estimate.error_bar.total)
 
 
 def judge_primary(
-    estimate: StepEstimate, tolerance: float, resolution: Resolution, unit: str = "step", floor: float = None
+    estimate: JudgedEstimate, tolerance: float, resolution: Resolution, unit: str = "step", floor: float = None
 ) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation.
 
@@ -203,7 +203,7 @@ def judge_primary(
     return None
 
 
-def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
+def with_step_sensitivity(estimates: Sequence[JudgedEstimate]) -> tuple:
     """Each estimate with its bar widened by the error its neighbours' distances attribute to it.
 
     Rounding grows like 1/h and truncation like h². The whole distance to the nearest estimate at
@@ -229,7 +229,7 @@ def with_step_sensitivity(estimates: Sequence[StepEstimate]) -> tuple:
     return tuple(widened)
 
 
-def _supported(estimates: Sequence[StepEstimate], usable: list, index: int, tolerance: float, floor: float) -> bool:
+def _supported(estimates: Sequence[JudgedEstimate], usable: list, index: int, tolerance: float, floor: float) -> bool:
     """Another step backs the estimate: it agrees with the analytic value too (within the floor or
     their two bars, at most the tolerance), or their Richardson extrapolation does (within the floor or their rounding and
     jitter, at most the tolerance), or the two differ by no more than their rounding and jitter."""
@@ -259,7 +259,7 @@ def _supported(estimates: Sequence[StepEstimate], usable: list, index: int, tole
 GROSS_ERROR = 0.5
 
 
-def _gross_disagreement(estimates: Sequence[StepEstimate], usable: list, floor: float) -> int | None:
+def _gross_disagreement(estimates: Sequence[JudgedEstimate], usable: list, floor: float) -> int | None:
     """The estimate that shows a gap of the gradient's own order when no second step resolves it:
     the one with the smallest bar among those with consistent slopes disagrees beyond the floor and
     FAIL_MARGIN bars by at least GROSS_ERROR, and every other step's estimate is the same number
@@ -278,7 +278,7 @@ def _gross_disagreement(estimates: Sequence[StepEstimate], usable: list, floor: 
     return best
 
 
-def _approaching(estimates: Sequence[StepEstimate], usable: list) -> bool:
+def _approaching(estimates: Sequence[JudgedEstimate], usable: list) -> bool:
     """At the smallest step the gap is less than half that at the original step, beyond their bars:
     the estimate moves toward the analytic value as h shrinks, as truncation does, not an error."""
     original = estimates[usable[0]]
@@ -290,7 +290,7 @@ def _approaching(estimates: Sequence[StepEstimate], usable: list) -> bool:
 
 
 def judge_confirmed(
-    estimates: Sequence[StepEstimate],
+    estimates: Sequence[JudgedEstimate],
     tolerance: float,
     resolution: Resolution,
     unit: str = "step",
@@ -375,7 +375,7 @@ def judge_confirmed(
     return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
 
 
-def _evidence_note(estimates: Sequence[StepEstimate], usable: list, noise: float, precision: str, values_precision):
+def _evidence_note(estimates: Sequence[JudgedEstimate], usable: list, noise: float, precision: str, values_precision):
     """What an undecided verdict adds about the values' precision: the observed noise, or the bars' precision."""
     note = noise_note(noise, precision) if noise else _precision_note(estimates, usable, precision)
     if values_precision is not None:
@@ -388,7 +388,7 @@ def _evidence_note(estimates: Sequence[StepEstimate], usable: list, noise: float
 NOISE_LIMIT = 256.0
 
 
-def _precision_note(estimates: Sequence[StepEstimate], usable: list, precision: str) -> str:
+def _precision_note(estimates: Sequence[JudgedEstimate], usable: list, precision: str) -> str:
     """A note when f's values carry far more noise than ε·|f|: the distance from the estimate at
     the smallest step to the next one, in units of that estimate's ε·|f|·gain (its rounding bar
     over ROUNDING_FACTOR), beyond NOISE_LIMIT: the objective computes in lower precision inside."""
@@ -408,7 +408,7 @@ def noise_note(units: float, precision: str) -> str:
     )
 
 
-def _collapse(estimate: StepEstimate, unit: str, precision: str) -> str:
+def _collapse(estimate: JudgedEstimate, unit: str, precision: str) -> str:
     return (
         f"f did not change at any {unit} tried ({unit} {_number(estimate.step)}, a tenth and ten times it): does "
         f"the objective read the array it was given, or compute in lower precision than {precision}?"
@@ -419,12 +419,12 @@ def _number(value: float) -> str:
     return f"{value:.2e}"
 
 
-def agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str = "step") -> str:
+def agreement(estimate: JudgedEstimate, tolerance: float, floor: float, unit: str = "step") -> str:
     """Why ``estimate`` passes, in one sentence."""
     return _agreement(estimate, tolerance, floor, unit)
 
 
-def _agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str) -> str:
+def _agreement(estimate: JudgedEstimate, tolerance: float, floor: float, unit: str) -> str:
     limit = threshold(estimate, tolerance, floor)
     if estimate.slopes_consistent and estimate.relative_error <= limit:
         within = "the tolerance" if limit == tolerance else "its error bar's threshold"
@@ -440,7 +440,7 @@ def _agreement(estimate: StepEstimate, tolerance: float, floor: float, unit: str
 
 
 def _disagreement(
-    estimates: Sequence[StepEstimate], usable: list, best: int, tolerance: float, floor: float, unit: str
+    estimates: Sequence[JudgedEstimate], usable: list, best: int, tolerance: float, floor: float, unit: str
 ) -> str:
     chosen = estimates[best]
     steps = ", ".join(_number(estimates[index].step) for index in usable if _disagrees(estimates[index], floor))
@@ -464,7 +464,7 @@ _REMEDIES = {
 
 
 def _undecided(
-    estimates: Sequence[StepEstimate], best: int, tolerance: float, floor: float, resolution: Resolution, unit: str
+    estimates: Sequence[JudgedEstimate], best: int, tolerance: float, floor: float, resolution: Resolution, unit: str
 ) -> str:
     chosen = estimates[best]
     bar = chosen.error_bar

@@ -165,7 +165,7 @@ def _parameter_line(parameter) -> str:
 
 
 def estimate_fields(estimate) -> str:
-    """A StepEstimate's numbers: what was compared at that step, and the error bar."""
+    """A JudgedEstimate's numbers: what was compared at that step, and the error bar."""
     bar = estimate.error_bar
     return (
         f"analytic={magnitude_text(estimate.analytic)} numerical={magnitude_text(estimate.numerical)} "

@@ -229,7 +229,7 @@ def test_the_directional_probes_restore_the_array_when_the_objective_raises(when
 
 
 def step_estimate(step, analytic, numerical, *, largest_value, epsilon, jitter, gain):
-    """One StepEstimate from the engine's columns, its bar ROUNDING_FACTOR·ε·largest_value·gain."""
+    """One JudgedEstimate from the engine's columns, its bar ROUNDING_FACTOR·ε·largest_value·gain."""
     columns = estimate_columns(
         step,
         analytic,

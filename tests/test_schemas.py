@@ -124,7 +124,7 @@ RECORD_SCHEMAS = {
     check.ParameterCheck: ("report", "/$defs/parameter"),
     check.CoordinateCheck: ("report", "/$defs/coordinate_check"),
     check.KinkVerdict: ("report", "/$defs/kink"),
-    judge.StepEstimate: ("report", "/$defs/estimate"),
+    judge.JudgedEstimate: ("report", "/$defs/estimate"),
     judge.ErrorBar: ("report", "/$defs/error_bar"),
     directional.DirectionalCheck: ("report", "/$defs/directional"),
     diagnosis.Diagnosis: ("report", "/$defs/diagnosis"),
