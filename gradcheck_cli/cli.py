@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import click
 
-from . import __version__, output, render
+from . import __version__, cli_errors, output, render
 from .chapter.formatting import rust_debug
 from .cli_errors import CommandLineError
 from .errors import (
@@ -192,7 +192,7 @@ def run(output_format: str, compute) -> None:
 
 def in_flags(error: GradCheckError) -> str:
     """The library's message of ``error`` with the flags of the command line beside the parameters it names."""
-    return render.in_flags(str(error))
+    return cli_errors.in_flags(str(error))
 
 
 def _stream(text: str, rest, status: int) -> int:

@@ -1,4 +1,5 @@
-"""The errors only the command line raises: a malformed command line, an unusable input file, a failing objective."""
+"""The errors only the command line raises: a malformed command line, an unusable input file, a failing objective;
+and :func:`in_flags`, which names in a library message the flags that set the parameters it names."""
 
 from .errors import GradCheckError
 
@@ -10,6 +11,8 @@ __all__ = [
     "UserCodeRaised",
     "OutOfMemory",
     "ExecutorUnavailable",
+    "FLAG_NAMES",
+    "in_flags",
 ]
 
 
@@ -70,3 +73,18 @@ class ExecutorUnavailable(GradCheckError):
 
     fields = ("address", "problem")
     template = "--executor {address} cannot be used: {problem}"
+
+
+#: How the library's messages name a parameter, and the same words as the command line's flags.
+FLAG_NAMES = {
+    "with jobs=1": "with jobs=1 (--jobs 1)",
+    "(parameter step)": "(--step)",
+    "(samples='all')": "(--samples all)",
+}
+
+
+def in_flags(message: str) -> str:
+    """A library message with the command line's flags where it names the parameters they set."""
+    for words, with_flag in FLAG_NAMES.items():
+        message = message.replace(words, with_flag)
+    return message

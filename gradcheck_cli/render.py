@@ -43,6 +43,7 @@ from .chapter.chapter_lines import (
     value_text,
 )
 from .chapter.formatting import rust_debug, rust_list
+from .cli_errors import in_flags
 from .output import emit, json_chunks, json_text
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
@@ -200,21 +201,6 @@ def _summary_line(parameter) -> str:
         f"directional={parameter.directional.verdict} worst={_coordinate_label(parameter.name, worst.coordinate)} "
         f"relative_error={error_text(worst.estimates[worst.decided_at].relative_error)}"
     )
-
-
-#: How the library's messages name a parameter, and the same words as the command line's flags.
-FLAG_NAMES = {
-    "with jobs=1": "with jobs=1 (--jobs 1)",
-    "(parameter step)": "(--step)",
-    "(samples='all')": "(--samples all)",
-}
-
-
-def in_flags(message: str) -> str:
-    """A library message with the command line's flags where it names the parameters they set."""
-    for words, with_flag in FLAG_NAMES.items():
-        message = message.replace(words, with_flag)
-    return message
 
 
 def diagnosis_line(label: str, diagnosis) -> str:

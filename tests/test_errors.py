@@ -376,9 +376,9 @@ COMMAND_LINE_MODULES = {"cli.py", "cli_errors.py", "render.py", "tables.py", "pl
 def test_library_verdict_reasons_name_parameters_and_the_text_adds_the_flags():
     from pathlib import Path
 
-    from gradcheck_cli import render
+    from gradcheck_cli import cli_errors
 
-    package = Path(render.__file__).parent
+    package = Path(cli_errors.__file__).parent
     library = [
         path
         for path in package.rglob("*.py")
@@ -386,5 +386,5 @@ def test_library_verdict_reasons_name_parameters_and_the_text_adds_the_flags():
     ]
     assert len(library) > 20
     assert not [path.name for path in library if "(--" in path.read_text(encoding="utf-8")]
-    assert render.in_flags("try another step (parameter step)") == "try another step (--step)"
-    assert render.in_flags("check every coordinate (samples='all')") == "check every coordinate (--samples all)"
+    assert cli_errors.in_flags("try another step (parameter step)") == "try another step (--step)"
+    assert cli_errors.in_flags("check every coordinate (samples='all')") == "check every coordinate (--samples all)"
