@@ -185,6 +185,38 @@ def _transposed(failing: list, gradient: np.ndarray) -> bool:
     return True
 
 
+def _confined_diagnosis(
+    failing: list, confined, ratio, gradient: np.ndarray, directional, gap: DirectionalGap | None, inconclusive: int
+) -> Diagnosis:
+    """The diagnosis of failures confined to one place (``confined``, from :func:`_confined`): localized
+    there when the rest is evidenced right, else where it fails at least."""
+    where = confined[0]
+    if inconclusive:
+        return Diagnosis(
+            kind="unexplained",
+            factor=None,
+            where=where,
+            message=f"{where} fails at least, and {inconclusive} coordinate{'s were' if inconclusive > 1 else ' was'} "
+            "inconclusive: the rest is not shown right (check more coordinates, or at another step)",
+        )
+    if not _evidenced(failing, confined, ratio, gradient, directional, gap):
+        return Diagnosis(
+            kind="unexplained",
+            factor=None,
+            where=where,
+            message=f"{where} fails at least, and the directional test shows more error than the failing "
+            "coordinates explain: check every coordinate (samples='all')",
+        )
+    factor = None if ratio is None else _nice(ratio)
+    detail = "" if factor is None else f" (there analytic = {factor:g} × numerical)"
+    return Diagnosis(
+        kind="localized",
+        factor=factor,
+        where=where,
+        message=f"only {where} fails and the rest passes{detail}: an indexing or broadcasting slip there",
+    )
+
+
 def diagnose_parameter(
     failing: Sequence,
     passing: list,
@@ -224,32 +256,8 @@ def diagnose_parameter(
             "weight is transposed (x·Wᵀ where x·W belongs, or the outer product taken in the wrong order)",
         )
     confined = _confined(failing, passing, gradient.ndim)
-    where = None if confined is None else confined[0]
-    if where is not None and inconclusive:
-        return Diagnosis(
-            kind="unexplained",
-            factor=None,
-            where=where,
-            message=f"{where} fails at least, and {inconclusive} coordinate{'s were' if inconclusive > 1 else ' was'} "
-            "inconclusive: the rest is not shown right (check more coordinates, or at another step)",
-        )
-    if where is not None and not _evidenced(failing, confined, ratio, gradient, directional, gap):
-        return Diagnosis(
-            kind="unexplained",
-            factor=None,
-            where=where,
-            message=f"{where} fails at least, and the directional test shows more error than the failing "
-            "coordinates explain: check every coordinate (samples='all')",
-        )
-    if where is not None:
-        factor = None if ratio is None else _nice(ratio)
-        detail = "" if factor is None else f" (there analytic = {factor:g} × numerical)"
-        return Diagnosis(
-            kind="localized",
-            factor=factor,
-            where=where,
-            message=f"only {where} fails and the rest passes{detail}: an indexing or broadcasting slip there",
-        )
+    if confined is not None:
+        return _confined_diagnosis(failing, confined, ratio, gradient, directional, gap, inconclusive)
     if ratio is not None and (not passing or len(passing[0]) == 0):
         return _ratio_diagnosis(_nice(ratio))
     return Diagnosis(

@@ -318,22 +318,7 @@ def judge_confirmed(
     """
     floor = tolerance if floor is None else floor
     every = list(range(len(estimates)))
-    best = min(every, key=lambda index: (estimates[index].error_bar.total, index))
-    limit = threshold(estimates[best], tolerance, floor)
-    own = Resolution(gradient=resolution.gradient, check=0.0)
-    passing = [
-        index
-        for index in every
-        if _passes(
-            estimates[index],
-            tolerance,
-            min(limit, threshold(estimates[index], tolerance, floor)),
-            resolution if index == best else own,
-            index == best,
-        )
-        and _supported(estimates, every, index, tolerance, floor)
-        and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > rounding_zero)
-    ]
+    passing = _passing(estimates, tolerance, floor, resolution, collapsed, rounding_zero)
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
         return Judgement(
@@ -373,6 +358,36 @@ def judge_confirmed(
         )
     reason = _undecided(estimates, best, tolerance, floor, resolution, unit)
     return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
+
+
+def _passing(
+    estimates: Sequence[JudgedEstimate],
+    tolerance: float,
+    floor: float,
+    resolution: Resolution,
+    collapsed: Sequence[bool],
+    rounding_zero: float,
+) -> list:
+    """The indices of the estimates that pass: within the smallest bar's threshold (the resolution
+    clauses for that best one only), backed by another step, and not collapsed unless |a| is zero
+    up to rounding."""
+    every = list(range(len(estimates)))
+    best = min(every, key=lambda index: (estimates[index].error_bar.total, index))
+    limit = threshold(estimates[best], tolerance, floor)
+    own = Resolution(gradient=resolution.gradient, check=0.0)
+    return [
+        index
+        for index in every
+        if _passes(
+            estimates[index],
+            tolerance,
+            min(limit, threshold(estimates[index], tolerance, floor)),
+            resolution if index == best else own,
+            index == best,
+        )
+        and _supported(estimates, every, index, tolerance, floor)
+        and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > rounding_zero)
+    ]
 
 
 def _evidence_note(estimates: Sequence[JudgedEstimate], usable: list, noise: float, precision: str, values_precision):

@@ -110,37 +110,8 @@ def _judge_coordinate(
     if differences is None:
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
-        noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
-        if noise.units:
-            epsilons = value_epsilons(
-                [difference.minus_value], center, [difference.plus_value], noise.epsilon, _points(difference)
-            )
-            factor = floor_factor(planned.columns.analytic, planned.dtype)
-            step, point = difference.requested_step, difference.point
-            floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
-        confirmations = stencil_estimates(
-            differences,
-            analytic,
-            epsilon=noise.epsilon,
-            jitter=jitter,
-            kink_tolerance=_kink_tolerances(
-                planned, np.array([d.requested_step for d in differences]), difference.point
-            ),
-        )
-        first = estimates if not noise.units else ()
-        estimates = with_step_sensitivity(
-            [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
-        )
-        judgement = judge_confirmed(
-            estimates,
-            planned.tolerance,
-            resolution,
-            floor=floor,
-            collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
-            precision=planned.dtype.name,
-            values_precision=_values_precision(planned, difference),
-            noise=noise.units,
-            rounding_zero=_rounding_zero(item, center, resolution),
+        estimates, judgement = _confirmed(
+            item, center, differences, difference, analytic, jitter, resolution, estimates, floor, noise
         )
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
@@ -151,6 +122,56 @@ def _judge_coordinate(
         kink=KinkVerdict(suspected=not slopes.consistent, analytic_between_slopes=between, slopes=slopes),
         **_verdict_fields(estimates, judgement),
     )
+
+
+def _confirmed(
+    item: ProbedParameter,
+    center: float,
+    differences,
+    difference: CentralDifference,
+    analytic: float,
+    jitter: float,
+    resolution: Resolution,
+    estimates: tuple,
+    floor: float,
+    noise: ObservedNoise | None,
+) -> tuple:
+    """A coordinate that did not pass at h, judged from its ``differences`` at every step
+    (``difference`` the one at h): its estimates (the primary one in ``estimates`` first, unless
+    the observed ``noise`` recomputes it) and the :class:`Judgement`; ``floor`` the primary floor,
+    raised by the noise when there is any."""
+    planned = item.planned
+    noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
+    if noise.units:
+        epsilons = value_epsilons(
+            [difference.minus_value], center, [difference.plus_value], noise.epsilon, _points(difference)
+        )
+        factor = floor_factor(planned.columns.analytic, planned.dtype)
+        step, point = difference.requested_step, difference.point
+        floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
+    confirmations = stencil_estimates(
+        differences,
+        analytic,
+        epsilon=noise.epsilon,
+        jitter=jitter,
+        kink_tolerance=_kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point),
+    )
+    first = estimates if not noise.units else ()
+    estimates = with_step_sensitivity(
+        [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
+    )
+    judgement = judge_confirmed(
+        estimates,
+        planned.tolerance,
+        resolution,
+        floor=floor,
+        collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
+        precision=planned.dtype.name,
+        values_precision=_values_precision(planned, difference),
+        noise=noise.units,
+        rounding_zero=_rounding_zero(item, center, resolution),
+    )
+    return estimates, judgement
 
 
 def _rounding_zero(item: ProbedParameter, center: float, resolution: Resolution) -> float:
