@@ -672,6 +672,32 @@ def _make(directory: Path, *arguments, python):
     return subprocess.run(command, cwd=directory, env=environment, capture_output=True, text=True, timeout=60)
 
 
+def test_a_wheel_built_from_the_checkout_holds_every_module_and_schema(tmp_path):
+    """`pip install .` (not editable) installs what the checkout has: every sub-package is packaged."""
+    pytest.importorskip("setuptools", reason="building a wheel without network needs setuptools installed")
+    import shutil
+    import zipfile
+
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "gradcheck_cli", source / "gradcheck_cli", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    built = subprocess.run(
+        [*command, "--wheel-dir", str(tmp_path / "wheel"), str(source)], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    packaged = {name for name in zipfile.ZipFile(wheel).namelist() if name.startswith("gradcheck_cli/")}
+    shipped = {
+        path.relative_to(source).as_posix()
+        for path in (source / "gradcheck_cli").rglob("*")
+        if path.suffix in (".py", ".json")
+    }
+    assert shipped - packaged == set()
+    assert {"gradcheck_cli/chapter/estimator.py", "gradcheck_cli/errors/record.py"} <= packaged
+
+
 @pytest.mark.skipif(os.name != "posix", reason="the set-up is make's")
 def test_13_make_sets_up_a_virtualenv_unless_the_interpreter_is_one(tmp_path):
     import shutil
