@@ -162,13 +162,13 @@ def check_hessian_vector_product(
     epsilon = _values_epsilon(center, probes[1.0], coarsest.epsilon)
     largest = max(float(np.max(np.abs(a), initial=0.0)) for a, *_ in probes[1.0].values())
     components = {
-        name: _first_judgements(probes[1.0][name], center[name], epsilon, tolerance, largest) for name in names
+        name: _first_judgements(probes[1.0][name], center[name], epsilon, tolerance, largest, h) for name in names
     }
     if any(judgement is None for judged in components.values() for _, judgement, _ in judged.values()):
         for factor in CONFIRMATION_FACTORS:
             probes[factor] = _probe(gradient, hvp, parameters, origins, exact, v, h, factor, names)
         components = {
-            name: _confirmed(name, components[name], probes, center[name], epsilon, tolerance) for name in names
+            name: _confirmed(name, components[name], probes, center[name], epsilon, tolerance, h) for name in names
         }
     checks = tuple(_parameter_check(name, dtypes[name], origins[name].shape, components[name]) for name in names)
     failing = tuple(check.name for check in checks if not check.passed)
@@ -299,7 +299,8 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
                 raise ReadOnlyArray(role="parameters", during_check=False)
 
 
-def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> JudgedEstimate:
+def _estimate(probe, flat: int, center, multiplier: float, epsilon: float, h: float) -> JudgedEstimate:
+    """Component ``flat``'s estimate at m: the values' rounding ε·|g| divided by the spacing 2mh, as a derivative."""
     analytic, numerical, largest = probe[:3]
     return estimate_columns(
         multiplier,
@@ -308,28 +309,30 @@ def _estimate(probe, flat: int, center, multiplier: float, epsilon: float) -> Ju
         largest_value=max(float(largest.flat[flat]), abs(float(center.flat[flat]))),
         epsilons=epsilon,
         jitter=0.0,
-        gain=1.0 / multiplier,
+        gain=1.0 / (multiplier * h),
         consistent=True,
     ).estimate(0)
 
 
-def _first_judgements(probe, center, epsilon, tolerance, largest) -> dict:
+def _first_judgements(probe, center, epsilon, tolerance, largest, h) -> dict:
     """flat index → (estimates, Judgement or None, Resolution) at m = 1."""
     analytic = probe[0]
     resolution = Resolution(gradient=float(np.max(np.abs(analytic), initial=0.0)), check=largest)
     judged = {}
     for flat in range(analytic.size):
-        estimate = _estimate(probe, flat, center, 1.0, epsilon)
+        estimate = _estimate(probe, flat, center, 1.0, epsilon, h)
         judged[flat] = ((estimate,), judge_primary(estimate, tolerance, resolution, unit="multiplier"), resolution)
     return judged
 
 
-def _confirmed(name, judged, probes, center, epsilon, tolerance) -> dict:
+def _confirmed(name, judged, probes, center, epsilon, tolerance, h) -> dict:
     """The components without a verdict at m = 1 judged again with the estimates at every multiplier."""
     confirmed = {}
     for flat, (estimates, judgement, resolution) in judged.items():
         if judgement is None:
-            extra = (_estimate(probes[factor][name], flat, center, factor, epsilon) for factor in CONFIRMATION_FACTORS)
+            extra = (
+                _estimate(probes[factor][name], flat, center, factor, epsilon, h) for factor in CONFIRMATION_FACTORS
+            )
             estimates = with_step_sensitivity((*estimates, *extra))
             judgement = judge_confirmed(estimates, tolerance, resolution, unit="multiplier")
         confirmed[flat] = (estimates, judgement, resolution)
