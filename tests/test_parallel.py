@@ -148,6 +148,15 @@ def killed():
     return _problem(objective)
 
 
+def _started_directory():
+    # Where a worker marks that it probes: the command's environment says, or (a cluster's worker, which
+    # has its own environment) the file started-directory beside this one.
+    if "GRADCHECK_TEST_STARTED" in os.environ:
+        return os.environ["GRADCHECK_TEST_STARTED"]
+    with open(os.path.join(os.path.dirname(__file__), "started-directory")) as file:
+        return file.read()
+
+
 def slow():
     w = np.linspace(-1.0, 1.0, 4000)
     if not IN_WORKER:  # the parent's w, as it is when the command exits
@@ -155,7 +164,7 @@ def slow():
 
     def objective(parameters):
         if IN_WORKER:
-            open(os.path.join(os.environ["GRADCHECK_TEST_STARTED"], str(os.getpid())), "w").close()
+            open(os.path.join(_started_directory(), str(os.getpid())), "w").close()
         time.sleep(0.002)
         return _squares(parameters)
 
@@ -545,6 +554,47 @@ def test_a_standard_library_executor_gives_the_serial_report_and_is_not_shut_dow
     with executor:
         assert check_gradients(Quadratic(3.0), parameters, gradients, samples="all", jobs=executor) == serial
         assert executor.submit(operator.add, 2, 3).result(timeout=60) == 5
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT are POSIX notions")
+def test_ctrl_c_with_an_executor_exits_130_restored_and_leaves_the_cluster_serving(client, problems, tmp_path):
+    """The cluster is the user's: a Ctrl-C of the command restores its arrays, prints one line, and
+    leaves every worker alive and idle once the chunks it had started are done (the rest cancelled)."""
+    started, saved = tmp_path / "started", tmp_path / "saved.npy"
+    started.mkdir()
+    environment = {**os.environ, "NO_COLOR": "1", "GRADCHECK_TEST_STARTED": str(started)}
+    environment["GRADCHECK_TEST_SAVED"] = str(saved)
+    (problems.parent / "started-directory").write_text(str(started))  # the cluster's workers read it
+    address = client.scheduler.address.replace("tcp://", "dask://")
+    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{problems}:slow", "--samples", "all"]
+    process = subprocess.Popen(
+        [*command, "--executor", address],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60.0  # a safety net against a hung test, not a timing assertion
+        while len(os.listdir(started)) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the cluster's workers never got going"
+            time.sleep(0.01)
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert (process.returncode, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
+    assert np.load(saved).tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
+    for worker in (int(name) for name in os.listdir(started)):  # the user's workers, still running
+        os.kill(worker, 0)
+    deadline = time.monotonic() + 120.0
+    while any(client.processing().values()):  # the started chunks end; nothing else was left queued
+        assert time.monotonic() < deadline, client.processing()
+        time.sleep(0.05)
+    assert client.submit(operator.add, 2, 3).result(timeout=60) == 5
 
 
 def test_the_command_line_executor_prints_the_json_of_jobs_1(client):
