@@ -362,17 +362,19 @@ def test_a_problem_that_loads_differently_in_a_worker_is_a_typed_error(problems,
         check_problem(load_problem(f"{problems}:{function}"), jobs=2)
 
 
-@pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT are POSIX notions")
-def test_ctrl_c_with_workers_running_exits_130_with_every_array_restored(problems, tmp_path):
+def interrupted_slow_check(problems, tmp_path, *options) -> tuple:
+    """``gradcheck check PROBLEMS:slow --samples all OPTIONS``, sent a Ctrl-C once two workers probe:
+    (exit status, stdout, stderr, the array as the command left it, the workers' pids)."""
     started, saved = tmp_path / "started", tmp_path / "saved.npy"
     started.mkdir()
+    (problems.parent / "started-directory").write_text(str(started))  # for a cluster's workers
     environment = {
         **os.environ,
         "NO_COLOR": "1",
         "GRADCHECK_TEST_STARTED": str(started),
         "GRADCHECK_TEST_SAVED": str(saved),
     }
-    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{problems}:slow", "--samples", "all", "--jobs", "2"]
+    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{problems}:slow", "--samples", "all", *options]
     # Its own session: the SIGINT goes to the command and its workers, as a terminal's Ctrl-C does.
     process = subprocess.Popen(
         command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -388,9 +390,16 @@ def test_ctrl_c_with_workers_running_exits_130_with_every_array_restored(problem
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert (process.returncode, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
-    assert np.load(saved).tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
-    for worker in (int(name) for name in os.listdir(started)):  # stopped with the command, not left running
+    workers = [int(name) for name in os.listdir(started)]
+    return process.returncode, stdout, stderr, np.load(saved), workers
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT are POSIX notions")
+def test_ctrl_c_with_workers_running_exits_130_with_every_array_restored(problems, tmp_path):
+    status, stdout, stderr, saved, workers = interrupted_slow_check(problems, tmp_path, "--jobs", "2")
+    assert (status, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
+    assert saved.tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
+    for worker in workers:  # stopped with the command, not left running
         with pytest.raises(ProcessLookupError):
             os.kill(worker, 0)
 
@@ -560,35 +569,11 @@ def test_a_standard_library_executor_gives_the_serial_report_and_is_not_shut_dow
 def test_ctrl_c_with_an_executor_exits_130_restored_and_leaves_the_cluster_serving(client, problems, tmp_path):
     """The cluster is the user's: a Ctrl-C of the command restores its arrays, prints one line, and
     leaves every worker alive and idle once the chunks it had started are done (the rest cancelled)."""
-    started, saved = tmp_path / "started", tmp_path / "saved.npy"
-    started.mkdir()
-    environment = {**os.environ, "NO_COLOR": "1", "GRADCHECK_TEST_STARTED": str(started)}
-    environment["GRADCHECK_TEST_SAVED"] = str(saved)
-    (problems.parent / "started-directory").write_text(str(started))  # the cluster's workers read it
     address = client.scheduler.address.replace("tcp://", "dask://")
-    command = [sys.executable, "-m", "gradcheck_cli", "check", f"{problems}:slow", "--samples", "all"]
-    process = subprocess.Popen(
-        [*command, "--executor", address],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60.0  # a safety net against a hung test, not a timing assertion
-        while len(os.listdir(started)) < 2:
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the cluster's workers never got going"
-            time.sleep(0.01)
-        os.killpg(process.pid, signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert (process.returncode, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
-    assert np.load(saved).tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
-    for worker in (int(name) for name in os.listdir(started)):  # the user's workers, still running
+    status, stdout, stderr, saved, workers = interrupted_slow_check(problems, tmp_path, "--executor", address)
+    assert (status, stdout, stderr) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
+    assert saved.tobytes() == np.linspace(-1.0, 1.0, 4000).tobytes()
+    for worker in workers:  # the user's workers, still running
         os.kill(worker, 0)
     deadline = time.monotonic() + 120.0
     while any(client.processing().values()):  # the started chunks end; nothing else was left queued
