@@ -74,6 +74,10 @@ class FlatBlocks:
             return self._flat[start:stop]
         return self.array.flat[start:stop]
 
+    def view(self, start: int, stop: int) -> np.ndarray | None:
+        """Elements start:stop as a writable view when the array is C-contiguous, else None."""
+        return None if self._flat is None else self._flat[start:stop]
+
     def float64(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
         """Elements start:stop as float64: a view of a contiguous float64 array, else converted into ``out``."""
         values = self.read(start, stop)

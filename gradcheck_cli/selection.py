@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,7 +22,14 @@ from .chapter.sampling import (
     sampled_offsets,
 )
 
-__all__ = ["SAMPLERS", "largest_offsets", "structured_coordinates", "structured_offsets", "select_offsets"]
+__all__ = [
+    "SAMPLERS",
+    "largest_count",
+    "largest_offsets",
+    "structured_coordinates",
+    "structured_offsets",
+    "select_offsets",
+]
 
 #: ``sampler=`` values: the structured selection (the default) and the chapter's flat offsets.
 SAMPLERS = ("structured", "chapter")
@@ -75,18 +83,25 @@ def _flat(indices: list, shape: tuple) -> np.ndarray:
     return offsets
 
 
-def largest_offsets(gradient: np.ndarray, count: int) -> list:
+def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | None = None) -> list:
     """Flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
-    ascending. One pass a block at a time, keeping the best ``count`` so far."""
+    ascending. One pass a block at a time, keeping the best ``count`` so far; ``non_finite()``, if
+    given, is called at the first block that holds a NaN or an infinity (the pass that selects is the
+    one that checks the gradient: ``count`` 0 only checks)."""
     blocks, size = FlatBlocks(gradient), int(gradient.size)
     values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
     buffer = np.empty(min(BLOCK, size))
-    threshold = 0.0  # an entry must exceed it: nonzero, then larger than the count-th best so far
+    threshold = 0.0 if count > 0 else math.inf  # an entry must exceed it: nonzero, then the count-th best so far
     for start, stop in block_bounds(size):
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
             block = block.astype(np.float64, copy=False)
         magnitudes = np.abs(block, out=buffer[: stop - start])
+        peak = float(np.max(magnitudes, initial=0.0))  # NaN where an entry is: then no entry is skipped on its account
+        if non_finite is not None and not math.isfinite(peak):
+            non_finite()
+        if peak <= threshold:
+            continue
         hits = np.flatnonzero(magnitudes > threshold)
         if hits.size == 0:
             continue
@@ -176,9 +191,16 @@ def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
     return _flat(indices, shape)
 
 
-def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list:
-    """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N)."""
-    largest = largest_offsets(gradient, max(1, samples // 4))
+def largest_count(samples: int) -> int:
+    """How many of ``samples`` structured coordinates are the entries of largest |gradient|."""
+    return max(1, samples // 4)
+
+
+def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray, largest: list | None = None) -> list:
+    """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N); ``largest``, when
+    given, is :func:`largest_offsets` of the gradient for :func:`largest_count` of ``samples``."""
+    if largest is None:
+        largest = largest_offsets(gradient, largest_count(samples))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0
@@ -204,12 +226,13 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list
     return np.sort(chosen).tolist()
 
 
-def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:
+def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str, largest: list | None = None) -> list:
     """The flat offsets ``sampler`` selects for a check, ascending: ``"structured"`` or the chapter's
-    ``"chapter"`` (whose count is validated at what a check's coordinate costs)."""
+    ``"chapter"`` (whose count is validated at what a check's coordinate costs); ``largest`` as for
+    :func:`structured_offsets`."""
     if sampler == "chapter":
         return sampled_offsets(shape, samples, CHECKED_COORDINATE_BYTES)
     shape = tuple(shape)
     if samples >= element_count(shape):
         return list(range(element_count(shape)))
-    return structured_offsets(shape, samples, gradient)
+    return structured_offsets(shape, samples, gradient, largest)

@@ -55,11 +55,15 @@ class GuardedObjective:
 
     jitter_limit = JITTER_LIMIT  # what a worker's f(θ) may differ from this process's by (parallel.py)
 
-    def __init__(self, objective: Callable, parameters: Mapping, checked: dict):
+    def __init__(self, objective: Callable, parameters: Mapping, checked: dict, snapshots: Mapping | None = None):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
         self.checked = checked
         self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
-        self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
+        snapshots = {} if snapshots is None else snapshots  # copies taken since the arrays were last written
+        self.snapshots = {
+            name: np.array(array, copy=True) if snapshots.get(name) is None else snapshots[name]
+            for name, array in checked.items()
+        }
         self.sampled = {}  # name → the flat offsets its coordinates write θ back to, compared at each f(θ)
         self.compared_at = None  # the call count when every array was last compared with its snapshot
 
