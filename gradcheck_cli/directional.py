@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
+from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, tree_sum
 from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
@@ -255,15 +255,16 @@ def probe_direction(
 
 
 class _Buffers:
-    """The float64 (and dtype) temporaries of one pass, a block each, made once per pass."""
+    """The float64 (and dtype) temporaries of one pass, a block each (:func:`~gradcheck_cli.blocks.scratch`)."""
 
     __slots__ = ("exact", "step", "plus", "minus", "weights", "bits", "own")
 
     def __init__(self, count: int, dtype):
-        size = min(BLOCK, count)
-        self.exact, self.step, self.plus, self.minus, self.weights = (np.empty(size) for _ in range(5))
-        self.bits = np.empty(size, dtype=np.uint64)
-        self.own = None if dtype == np.float64 else np.empty(size, dtype=dtype)
+        self.exact, self.step, self.plus, self.minus, self.weights = (
+            scratch(name, count) for name in ("exact", "step", "plus", "minus", "weights")
+        )
+        self.bits = scratch("bits", count, np.uint64)
+        self.own = None if dtype == np.float64 else scratch("own", count, dtype)
 
 
 def _epsilon(dtype) -> float:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .blocks import BLOCK, FlatBlocks, block_bounds
+from .blocks import FlatBlocks, block_bounds, scratch
 from .chapter.sampling import (
     CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
@@ -90,7 +90,7 @@ def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | Non
     one that checks the gradient: ``count`` 0 only checks)."""
     blocks, size = FlatBlocks(gradient), int(gradient.size)
     values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
-    buffer = np.empty(min(BLOCK, size))
+    buffer = scratch("magnitudes", size)
     threshold = 0.0 if count > 0 else math.inf  # an entry must exceed it: nonzero, then the count-th best so far
     for start, stop in block_bounds(size):
         block = blocks.read(start, stop)

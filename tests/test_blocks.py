@@ -75,3 +75,20 @@ def test_writing_into_an_array_made_read_only_is_refused():
     with pytest.raises(ValueError):
         FlatBlocks(array).write(0, 10, np.ones(10))
     assert blocks.read(0, 10).tolist() == [0.0] * 10
+
+
+def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_other():
+    import threading
+
+    from gradcheck_cli.blocks import scratch
+
+    first = scratch("test", 3 * BLOCK)
+    assert len(first) == BLOCK and np.shares_memory(first, scratch("test", 10))
+    assert len(scratch("test", 10)) == 10
+    assert not np.shares_memory(first, scratch("test", BLOCK, np.float32))
+    assert not np.shares_memory(first, scratch("other", BLOCK))
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(scratch("test", BLOCK)))
+    thread.start()
+    thread.join()
+    assert not np.shares_memory(first, elsewhere[0])
