@@ -163,19 +163,16 @@ def _mirrored_cycles(values: np.ndarray) -> tuple:
     """Rows and columns of points (x, π(x)) for a permutation π of ``values`` (in their given order)
     made of 2-cycles, whose points are mirrored pairs, alternating with 3-cycles: every value is
     one point's row and one point's column."""
-    rows, columns, position, count = [], [], 0, len(values)
-    lengths = []
-    while position < count:
-        left = count - position
-        length = left if left in (1, 2, 3) else (2 if len(lengths) % 2 == 0 else 3)
-        if left == 4:
-            length = 2
-        lengths.append(length)
-        cycle = values[position : position + length].tolist()
-        rows += cycle
-        columns += cycle[1:] + cycle[:1]
-        position += length
-    return np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64)
+    count = len(values)
+    cycle = np.arange(count // 2 + 1)
+    starts = (cycle // 2) * 5 + 2 * (cycle % 2)  # lengths 2, 3, 2, 3, … while more than 4 values are left
+    starts = starts[count - starts >= 5].tolist()
+    last = starts[-1] + (2 if len(starts) % 2 else 3) if starts else 0
+    starts += [last, last + 2] if count - last == 4 else ([last] if count > last else [])  # then 1–3, or 2 and 2
+    rows = np.asarray(values, dtype=np.int64)
+    following = np.arange(1, count + 1)  # each cycle's value after its own, the first after its last
+    following[np.array(starts[1:] + [count], dtype=np.intp)[: len(starts)] - 1] = starts
+    return rows, rows[following]
 
 
 def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
