@@ -82,6 +82,17 @@ def negative_signs(count: int) -> np.ndarray:
     return packed
 
 
+@functools.lru_cache(maxsize=2)
+def sign_bits(count: int) -> np.ndarray:
+    """The sign bit (2⁶³) of each element whose sign in :func:`direction_signs` is −1, else 0, as uint64:
+    8 bytes an element, kept for a parameter of at most one block (≤ 512 KiB) so that its passes
+    set the signs in one operation."""
+    bits = np.unpackbits(negative_signs(count), count=count).astype(np.uint64)
+    np.left_shift(bits, np.uint64(63), out=bits)
+    bits.flags.writeable = False
+    return bits
+
+
 @dataclass(frozen=True, slots=True)
 class DirectionalProbe(Record):
     """What one multiplier's two probes gave: values, displacements' products with a, moved count."""
@@ -120,12 +131,16 @@ class Direction:
     def signed(self, start: int, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
         """``out``, the |Δ_i| of elements start:start+len(out), made Δ_i in place: its sign bit set where
         s_i = −1 (``bits`` is a uint64 block to work in). h_i·s_i/√N, bit for bit."""
+        magnitudes = out.view(np.uint64)
+        if self.elements <= BLOCK:  # one block: its sign bits are kept whole
+            return np.bitwise_or(magnitudes, sign_bits(self.elements)[start : start + len(out)], out=magnitudes).view(
+                np.float64
+            )
         first, stop = start - start % 8, start + len(out)
         negative = np.unpackbits(negative_signs(self.elements)[first // 8 : (stop + 7) // 8], count=stop - first)
         bits = bits[: len(out)]
         np.copyto(bits, negative[start - first :])
         np.left_shift(bits, np.uint64(63), out=bits)
-        magnitudes = out.view(np.uint64)
         return np.bitwise_or(magnitudes, bits, out=magnitudes).view(np.float64)  # in place: numpy's fast loop
 
     def displacement(self, exact: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
@@ -154,11 +169,12 @@ class DirectionScale:
     scaled by it in the minus probe's (numpy's pairwise sum of the whole array, bit for bit).
     """
 
-    __slots__ = ("offsets", "resolved", "cap", "maxima", "squares")
+    __slots__ = ("offsets", "resolved", "cap", "capped", "maxima", "squares")
 
-    def __init__(self, offsets: np.ndarray, resolved: np.ndarray, cap: float):
+    def __init__(self, offsets: np.ndarray, resolved: np.ndarray, cap: float, peak: float = math.inf):
         order = np.argsort(offsets, kind="stable")
         self.offsets, self.resolved, self.cap = offsets[order], resolved[order], cap
+        self.capped = not peak <= cap  # ``peak``, the largest |a| (if known): no |a| above the cap, nothing to cap
         self.maxima, self.squares = [], []
 
     def products(self, gradient: FlatBlocks, start: int, stop: int, magnitudes, out: np.ndarray) -> np.ndarray:
@@ -167,7 +183,8 @@ class DirectionScale:
         if values.dtype not in (np.float64, np.float32):  # |float32| is exact in float64, cast on output
             values = gradient.float64(start, stop, out)
         weight = np.abs(values, out=out[: stop - start])
-        np.fmin(weight, self.cap, out=weight)
+        if self.capped:
+            np.fmin(weight, self.cap, out=weight)
         low, high = np.searchsorted(self.offsets, (start, stop))
         weight[self.offsets[low:high] - start] = self.resolved[low:high]
         return np.multiply(weight, magnitudes, out=weight)

@@ -84,7 +84,12 @@ def _flat(indices: list, shape: tuple) -> np.ndarray:
 
 
 def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | None = None) -> list:
-    """Flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
+    """:func:`largest_entries`' offsets."""
+    return largest_entries(gradient, count, non_finite)[0]
+
+
+def largest_entries(gradient: np.ndarray, count: int, non_finite: Callable | None = None) -> tuple:
+    """(offsets, the largest |gradient|, NaN if one is): flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
     ascending. One pass a block at a time, keeping the best ``count`` so far; ``non_finite()``, if
     given, is called at the first block that holds a NaN or an infinity (the pass that selects is the
     one that checks the gradient: ``count`` 0 only checks)."""
@@ -92,6 +97,7 @@ def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | Non
     values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
     buffer = scratch("magnitudes", size)
     threshold = 0.0 if count > 0 else math.inf  # an entry must exceed it: nonzero, then the count-th best so far
+    largest = 0.0
     for start, stop in block_bounds(size):
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
@@ -100,6 +106,7 @@ def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | Non
         peak = float(np.max(magnitudes, initial=0.0))  # NaN where an entry is: then no entry is skipped on its account
         if non_finite is not None and not math.isfinite(peak):
             non_finite()
+        largest = peak if not peak <= largest else largest
         if peak <= threshold:
             continue
         hits = np.flatnonzero(magnitudes > threshold)
@@ -109,7 +116,7 @@ def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | Non
         values, offsets = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
         if values.size == count:
             threshold = float(values.min())
-    return offsets.tolist()
+    return offsets.tolist(), largest
 
 
 def _top(values: np.ndarray, offsets: np.ndarray, count: int) -> tuple:

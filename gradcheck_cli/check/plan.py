@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from ..errors import (
     ZeroSamples,
 )
 from ..problem import reject_non_finite, reject_shared_memory, selected_names
-from ..selection import SAMPLERS, largest_count, largest_offsets, select_offsets
+from ..selection import SAMPLERS, largest_count, largest_entries, select_offsets
 from ..sweep import ProbeColumns, plan_columns, with_probes
 from ..tensors import (
     at_coordinate,
@@ -79,6 +80,7 @@ class PlannedParameter:
     kink_tolerance: float | None
     columns: ProbeColumns
     snapshot: np.ndarray | None = None  # θ's copy, taken in the pass that checks θ is finite
+    gradient_peak: float = math.inf  # the largest |analytic| entry, read in the pass that checks them
 
 
 def is_auto(step) -> bool:
@@ -236,7 +238,7 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
     snapshot = _finite_snapshot(array, gradient)
-    largest = _finite_largest(array, gradient, samples if listed is None else None, options.sampler)
+    largest, peak = _finite_largest(array, gradient, samples if listed is None else None, options.sampler)
     selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler, largest)
 
     if is_auto(step):
@@ -262,6 +264,7 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
         kink_tolerance=kink_tolerance,
         columns=planned,
         snapshot=snapshot,
+        gradient_peak=peak,
     )
 
 
@@ -282,15 +285,16 @@ def _finite_snapshot(array: np.ndarray, gradient: np.ndarray) -> np.ndarray:
     return snapshot
 
 
-def _finite_largest(array: np.ndarray, gradient: np.ndarray, samples, sampler: str) -> list | None:
-    """The gradient's largest entries the structured selection of ``samples`` takes (None when it takes
-    none), read in the pass that checks that the gradient is finite (else reject_non_finite's error)."""
+def _finite_largest(array: np.ndarray, gradient: np.ndarray, samples, sampler: str) -> tuple:
+    """(the gradient's largest entries the structured selection of ``samples`` takes, None when it takes
+    none; the largest |entry|), read in the pass that checks that the gradient is finite (else
+    reject_non_finite's error)."""
     count = element_count(array.shape)
     selects = sampler == "structured" and isinstance(samples, int) and 0 < samples < count
-    largest = largest_offsets(
+    largest, peak = largest_entries(
         gradient, largest_count(samples) if selects else 0, lambda: reject_non_finite(array, gradient)
     )
-    return largest if selects else None
+    return (largest if selects else None), peak
 
 
 def probed_at(planned: PlannedParameter, step: float) -> PlannedParameter:

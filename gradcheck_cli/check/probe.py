@@ -182,7 +182,7 @@ def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float,
     saved, displacement, scale = (
         counted.snapshots[planned.name],
         _direction_displacement(planned),
-        _scale(columns.offsets, slopes),
+        _scale(columns.offsets, slopes, planned.gradient_peak),
     )
     direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
     item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
@@ -257,12 +257,12 @@ def confirmations(item: ProbedParameter, k: int, center: float, counted: Guarded
     return [difference, *_confirmation_differences(planned, planned.columns.coordinate(k), difference, counted)]
 
 
-def _scale(offsets: np.ndarray, slopes: SlopeColumns) -> DirectionScale:
+def _scale(offsets: np.ndarray, slopes: SlopeColumns, peak: float = math.inf) -> DirectionScale:
     """The direction scale's weights: |a| capped at the checked coordinates' largest one-sided slope
     magnitude (at least |numerical|; at a corner, the corner's slope), those magnitudes there."""
     with np.errstate(all="ignore"):
         resolved = np.maximum(np.abs(slopes.left), np.abs(slopes.right))
-    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)))
+    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)), peak)
 
 
 def resolved_direction_scale(item: ProbedParameter) -> float:
