@@ -10,12 +10,30 @@ numpy takes of the whole array, to the last bit.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks"]
+__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks", "scratch"]
 
 #: Elements a block holds at most: a float64 temporary of 512 KiB.
 BLOCK = 1 << 16
+
+
+_SCRATCH = threading.local()  # each thread's block temporaries, by name and dtype
+
+
+def scratch(name: str, count: int, dtype=np.float64) -> np.ndarray:
+    """A temporary of min(``count``, BLOCK) elements, the same memory at each call with these ``name``
+    and ``dtype`` in this thread: a pass reuses the pages of the last one instead of having fresh
+    ones mapped (a few MiB a thread, kept). A pass calls no user code, so none is used twice at once."""
+    size = min(BLOCK, count)
+    buffers = _SCRATCH.__dict__.setdefault("buffers", {})
+    key = (name, np.dtype(dtype))
+    buffer = buffers.get(key)
+    if buffer is None or len(buffer) < size:
+        buffer = buffers[key] = np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype)
+    return buffer[:size]
 
 
 def block_bounds(count: int, block: int = BLOCK) -> list:
@@ -73,6 +91,10 @@ class FlatBlocks:
         if self._flat is not None:
             return self._flat[start:stop]
         return self.array.flat[start:stop]
+
+    def view(self, start: int, stop: int) -> np.ndarray | None:
+        """Elements start:stop as a writable view when the array is C-contiguous, else None."""
+        return None if self._flat is None else self._flat[start:stop]
 
     def float64(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
         """Elements start:stop as float64: a view of a contiguous float64 array, else converted into ``out``."""

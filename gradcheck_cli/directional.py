@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
+from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, tree_sum
 from .chapter.estimator import evaluated_value
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
@@ -82,6 +82,17 @@ def negative_signs(count: int) -> np.ndarray:
     return packed
 
 
+@functools.lru_cache(maxsize=2)
+def sign_bits(count: int) -> np.ndarray:
+    """The sign bit (2⁶³) of each element whose sign in :func:`direction_signs` is −1, else 0, as uint64:
+    8 bytes an element, kept for a parameter of at most one block (≤ 512 KiB) so that its passes
+    set the signs in one operation."""
+    bits = np.unpackbits(negative_signs(count), count=count).astype(np.uint64)
+    np.left_shift(bits, np.uint64(63), out=bits)
+    bits.flags.writeable = False
+    return bits
+
+
 @dataclass(frozen=True, slots=True)
 class DirectionalProbe(Record):
     """What one multiplier's two probes gave: values, displacements' products with a, moved count."""
@@ -117,24 +128,35 @@ class Direction:
             out.fill(self.step)
         return np.divide(out, math.sqrt(self.elements), out=out)
 
-    def displacement(self, exact: np.ndarray, start: int, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
-        """Δ_i of elements start:start+len(exact), whose float64 values are ``exact`` (into ``out``;
-        ``bits`` is a uint64 block to work in).
-
-        h_i·s_i/√N with s_i = ±1 is h_i/√N with the sign bit set where s_i = −1: the same bits."""
-        self.magnitudes(exact, out)
-        first, stop = start - start % 8, start + len(exact)
+    def signed(self, start: int, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """``out``, the |Δ_i| of elements start:start+len(out), made Δ_i in place: its sign bit set where
+        s_i = −1 (``bits`` is a uint64 block to work in). h_i·s_i/√N, bit for bit."""
+        magnitudes = out.view(np.uint64)
+        if self.elements <= BLOCK:  # one block: its sign bits are kept whole
+            return np.bitwise_or(magnitudes, sign_bits(self.elements)[start : start + len(out)], out=magnitudes).view(
+                np.float64
+            )
+        first, stop = start - start % 8, start + len(out)
         negative = np.unpackbits(negative_signs(self.elements)[first // 8 : (stop + 7) // 8], count=stop - first)
-        bits = bits[: len(exact)]
+        bits = bits[: len(out)]
         np.copyto(bits, negative[start - first :])
         np.left_shift(bits, np.uint64(63), out=bits)
-        magnitudes = out.view(np.uint64)
-        return np.bitwise_or(magnitudes, bits, out=magnitudes).view(np.float64)
+        return np.bitwise_or(magnitudes, bits, out=magnitudes).view(np.float64)  # in place: numpy's fast loop
+
+    def displacement(self, exact: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
+        """Δ_i of elements start:start+len(exact), whose float64 values are ``exact`` (into ``out``)."""
+        return self.signed(start, self.magnitudes(exact, out), np.empty(len(exact), dtype=np.uint64))
+
+    def moves_everywhere(self, multiplier: float, epsilon: float) -> bool:
+        """Whether every probe θ_i ± m·Δ_i rounds to a value other than θ_i in a dtype of machine
+        epsilon ``epsilon``, whatever θ: at the default step |m·Δ_i| ≥ m·ε^(1/3)·max(1, |θ_i|)/√N
+        (less two roundings), which exceeds 2·ulp(θ_i) ≤ 2ε·max(1, |θ_i|) with a margin of 4."""
+        return self.step is None and multiplier * self.step_factor / math.sqrt(self.elements) >= 8 * epsilon
 
     def shifts(self, exact: np.ndarray) -> np.ndarray:
         """Δ of the whole parameter, flat, from its float64 values (what a failed test's diagnosis reads)."""
         exact = np.asarray(exact, dtype=np.float64).reshape(-1)
-        return self.displacement(exact, 0, np.empty(exact.shape), np.empty(exact.shape, dtype=np.uint64))
+        return self.displacement(exact, 0, np.empty(exact.shape))
 
 
 class DirectionScale:
@@ -147,17 +169,22 @@ class DirectionScale:
     scaled by it in the minus probe's (numpy's pairwise sum of the whole array, bit for bit).
     """
 
-    __slots__ = ("offsets", "resolved", "cap", "maxima", "squares")
+    __slots__ = ("offsets", "resolved", "cap", "capped", "maxima", "squares")
 
-    def __init__(self, offsets: np.ndarray, resolved: np.ndarray, cap: float):
+    def __init__(self, offsets: np.ndarray, resolved: np.ndarray, cap: float, peak: float = math.inf):
         order = np.argsort(offsets, kind="stable")
         self.offsets, self.resolved, self.cap = offsets[order], resolved[order], cap
+        self.capped = not peak <= cap  # ``peak``, the largest |a| (if known): no |a| above the cap, nothing to cap
         self.maxima, self.squares = [], []
 
     def products(self, gradient: FlatBlocks, start: int, stop: int, magnitudes, out: np.ndarray) -> np.ndarray:
         """ĝ_i·|Δ_i| of elements start:stop, given their |Δ_i| (into ``out``)."""
-        weight = np.abs(gradient.float64(start, stop, out), out=out[: stop - start])
-        np.fmin(weight, self.cap, out=weight)
+        values = gradient.read(start, stop)
+        if values.dtype not in (np.float64, np.float32):  # |float32| is exact in float64, cast on output
+            values = gradient.float64(start, stop, out)
+        weight = np.abs(values, out=out[: stop - start])
+        if self.capped:
+            np.fmin(weight, self.cap, out=weight)
         low, high = np.searchsorted(self.offsets, (start, stop))
         weight[self.offsets[low:high] - start] = self.resolved[low:high]
         return np.multiply(weight, magnitudes, out=weight)
@@ -245,35 +272,52 @@ def probe_direction(
 
 
 class _Buffers:
-    """The float64 (and dtype) temporaries of one pass, a block each, made once per pass."""
+    """The float64 (and dtype) temporaries of one pass, a block each (:func:`~gradcheck_cli.blocks.scratch`)."""
 
-    __slots__ = ("exact", "step", "bits", "plus", "minus", "plus_own", "minus_own", "magnitudes", "weights")
+    __slots__ = ("exact", "step", "plus", "minus", "weights", "bits", "own")
 
     def __init__(self, count: int, dtype):
-        size = min(BLOCK, count)
-        self.exact, self.step, self.plus, self.minus = (np.empty(size) for _ in range(4))
-        self.magnitudes, self.weights = np.empty(size), np.empty(size)
-        self.bits = np.empty(size, dtype=np.uint64)
-        own = dtype != np.float64
-        self.plus_own, self.minus_own = (np.empty(size, dtype=dtype) if own else None for _ in range(2))
+        self.exact, self.step, self.plus, self.minus, self.weights = (
+            scratch(name, count) for name in ("exact", "step", "plus", "minus", "weights")
+        )
+        self.bits = scratch("bits", count, np.uint64)
+        self.own = None if dtype == np.float64 else scratch("own", count, dtype)
 
 
-def _probes(exact, direction: Direction, multiplier: float, start: int, buffers: _Buffers, plus=True) -> tuple:
-    """The probes θ + m·Δ and θ − m·Δ of one block in float64, and rounded into the dtype (the plus
-    probe's None unless ``plus``)."""
-    n = len(exact)
-    step = direction.displacement(exact, start, buffers.step[:n], buffers.bits)
+def _epsilon(dtype) -> float:
+    """The machine epsilon of a parameter's dtype (inf for one numpy has no finfo of: nothing is assumed)."""
+    return float(np.finfo(dtype).eps) if dtype in (np.float64, np.float32) else math.inf
+
+
+def _magnitudes(exact, direction: Direction, multiplier: float, out: np.ndarray) -> np.ndarray:
+    """m·|Δ_i| of one block (into ``out``); m·(±x) is ±(m·x), so the sign may be set after."""
+    magnitudes = direction.magnitudes(exact, out[: len(exact)])
     if multiplier != 1.0:  # 1·x is x, bit for bit
-        np.multiply(multiplier, step, out=step)
-    minus = np.subtract(exact, step, out=buffers.minus[:n])
-    plus = np.add(exact, step, out=buffers.plus[:n]) if plus else None
-    if buffers.plus_own is None:
-        return plus, minus, plus, minus
-    plus_own, minus_own = (None if plus is None else buffers.plus_own[:n]), buffers.minus_own[:n]
-    if plus is not None:
-        np.copyto(plus_own, plus, casting="unsafe")  # astype's rounding, into a block made once
-    np.copyto(minus_own, minus, casting="unsafe")
-    return plus, minus, plus_own, minus_own
+        np.multiply(multiplier, magnitudes, out=magnitudes)
+    return magnitudes
+
+
+def _rounded(operation, exact, step, own, buffer) -> np.ndarray:
+    """θ ± Δ computed in float64 and rounded into ``own``'s dtype (into ``buffer`` when that is float64,
+    ``own`` is None): astype's rounding."""
+    if own is None:
+        return operation(exact, step, out=buffer)
+    if own.dtype == np.float32:  # the float64 loop, its result cast on output
+        return operation(exact, step, out=own, casting="same_kind")
+    np.copyto(own, operation(exact, step, out=buffer), casting="unsafe")
+    return own
+
+
+def _written(target: FlatBlocks, start: int, operation, exact, step, buffers: _Buffers, size: int) -> np.ndarray:
+    """The probe θ ± Δ of elements start:start+size written into ``target``, rounded into its dtype:
+    the values written (a view of the array where it is C-contiguous, computed straight into it)."""
+    view = target.view(start, start + size)
+    if view is not None and view.dtype in (np.float64, np.float32):
+        return operation(exact, step, out=view, casting="same_kind")
+    own = None if buffers.own is None else buffers.own[:size]
+    values = _rounded(operation, exact, step, own, buffers.minus[:size])
+    target.write(start, start + size, values)
+    return target.read(start, start + size)
 
 
 _CHANGED = object()  # what _written_plus returns when the array no longer holds the snapshot's bits
@@ -287,37 +331,52 @@ def _written_plus(
     part written, when a block of ``array`` differs from ``saved`` in its bits before it is written."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
     buffers = _Buffers(array.size, array.dtype)
-    dots, squares, moved = [], [], 0
-    for start, stop in bounds:
-        if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
-            return _CHANGED
-        exact = source.float64(start, stop, buffers.exact)
-        plus, minus, plus_own, minus_own = _probes(exact, direction, multiplier, start, buffers)
-        if scale is not None:
-            shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])
-            scale.maxima.append(np.max(scale.products(gradient, start, stop, shifts, buffers.weights)))
-        target.write(start, stop, plus_own)
-        if plus_own is not plus:  # the rounded probes' exact float64 values
-            np.copyto(plus, plus_own)
-            np.copyto(minus, minus_own)
-        plus_shift = np.subtract(plus, exact, out=plus)
-        minus_shift = np.subtract(exact, minus, out=minus)
-        moved += int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))
-        with np.errstate(all="ignore"):  # a gradient near the float limit overflows to inf, not to a warning
-            products = np.add(plus_shift, minus_shift, out=plus_shift)  # a·(Δ₊ + Δ₋), then its squares
-            # Δ₊ and Δ₋ have the sign of Δ (or are 0): their sum is ±inf, never NaN, where either is
-            # not finite, so one test of the sum is the test of both.
-            if not np.all(np.isfinite(products)):
+    counting = not direction.moves_everywhere(multiplier, _epsilon(array.dtype))
+    dots, squares, moved = [], [], 0 if counting else 2 * array.size
+    with np.errstate(all="ignore"):  # a probe or a gradient near the float limit overflows to inf, not to a warning
+        for start, stop in bounds:
+            if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
+                return _CHANGED
+            n = stop - start
+            exact = source.float64(start, stop, buffers.exact)
+            step = _magnitudes(exact, direction, multiplier, buffers.step)
+            if scale is not None:
+                scale.maxima.append(np.max(scale.products(gradient, start, stop, step, buffers.weights)))
+            step = direction.signed(start, step, buffers.bits)
+            plus_shift = np.subtract(
+                _written(target, start, np.add, exact, step, buffers, n), exact, out=buffers.plus[:n]
+            )
+            minus = _rounded(
+                np.subtract, exact, step, None if buffers.own is None else buffers.own[:n], buffers.minus[:n]
+            )
+            minus_shift = np.subtract(exact, minus, out=buffers.minus[:n])
+            if counting:
+                moved += int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift))
+            sums = _block_sums(
+                np.add(plus_shift, minus_shift, out=plus_shift), gradient.read(start, stop), buffers.minus[:n]
+            )
+            if sums is None:
                 return None
-            np.multiply(gradient.read(start, stop), products, out=products)
-            # numpy's pairwise sums (of the whole array, blocks.tree_sum): their rounding, about
-            # log₂N·ε·Σ|a·Δ|, is far inside every bar.
-            dots.append(float(np.sum(products, dtype=np.float64)))
-            squares.append(float(np.sum(np.multiply(products, products, out=products), dtype=np.float64)))
+            dots.append(sums[0])
+            squares.append(sums[1])
     if moved == 0:
         return None
     with np.errstate(all="ignore"):
         return tree_sum(dots, array.size), tree_sum(squares, array.size), moved
+
+
+def _block_sums(shifts: np.ndarray, gradient: np.ndarray, out: np.ndarray):
+    """(Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))²) of one block, numpy's pairwise sums; None when a shift is not finite.
+
+    Δ₊ and Δ₋ have the sign of Δ (or are 0): their sum ``shifts`` is ±inf, never NaN, where either
+    is not finite, and a·±inf is ±inf or NaN, so a finite Σ a·(Δ₊ + Δ₋) is the test of every shift;
+    only where it is not (a shift, or a product near the float limit) are the shifts tested one by one.
+    The sums' rounding, about log₂N·ε·Σ|a·Δ|, is far inside every bar."""
+    products = np.multiply(gradient, shifts, out=out)
+    dot = float(np.sum(products, dtype=np.float64))
+    if not math.isfinite(dot) and not np.all(np.isfinite(shifts)):
+        return None
+    return dot, float(np.sum(np.multiply(products, products, out=products), dtype=np.float64))
 
 
 def _write_minus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
@@ -327,14 +386,20 @@ def _write_minus(array, saved, analytic, direction: Direction, multiplier: float
     buffers = _Buffers(array.size, array.dtype)
     largest = scale.largest() if scale is not None else 0.0
     weigh = largest > 0.0 and math.isfinite(largest)
-    for start, stop in bounds:
-        exact = source.float64(start, stop, buffers.exact)
-        target.write(start, stop, _probes(exact, direction, multiplier, start, buffers, plus=False)[3])
-        if weigh:
-            with np.errstate(all="ignore"):
-                shifts = np.abs(buffers.step[: stop - start], out=buffers.magnitudes[: stop - start])
-                scaled = np.divide(scale.products(gradient, start, stop, shifts, buffers.weights), largest, out=shifts)
+    with np.errstate(all="ignore"):
+        for start, stop in bounds:
+            exact = source.float64(start, stop, buffers.exact)
+            step = _magnitudes(exact, direction, multiplier, buffers.step)
+            if weigh:
+                scaled = np.divide(
+                    scale.products(gradient, start, stop, step, buffers.weights),
+                    largest,
+                    out=buffers.weights[: stop - start],
+                )
                 scale.squares.append(float(np.sum(np.square(scaled, out=scaled))))
+            _written(
+                target, start, np.subtract, exact, direction.signed(start, step, buffers.bits), buffers, stop - start
+            )
 
 
 def directional_estimate(

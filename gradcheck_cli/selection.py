@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from .blocks import BLOCK, FlatBlocks, block_bounds
+from .blocks import FlatBlocks, block_bounds, scratch
 from .chapter.sampling import (
     CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
@@ -21,7 +22,14 @@ from .chapter.sampling import (
     sampled_offsets,
 )
 
-__all__ = ["SAMPLERS", "largest_offsets", "structured_coordinates", "structured_offsets", "select_offsets"]
+__all__ = [
+    "SAMPLERS",
+    "largest_count",
+    "largest_offsets",
+    "structured_coordinates",
+    "structured_offsets",
+    "select_offsets",
+]
 
 #: ``sampler=`` values: the structured selection (the default) and the chapter's flat offsets.
 SAMPLERS = ("structured", "chapter")
@@ -75,18 +83,32 @@ def _flat(indices: list, shape: tuple) -> np.ndarray:
     return offsets
 
 
-def largest_offsets(gradient: np.ndarray, count: int) -> list:
-    """Flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
-    ascending. One pass a block at a time, keeping the best ``count`` so far."""
+def largest_offsets(gradient: np.ndarray, count: int, non_finite: Callable | None = None) -> list:
+    """:func:`largest_entries`' offsets."""
+    return largest_entries(gradient, count, non_finite)[0]
+
+
+def largest_entries(gradient: np.ndarray, count: int, non_finite: Callable | None = None) -> tuple:
+    """(offsets, the largest |gradient|, NaN if one is): flat offsets of the ``count`` largest |gradient| entries (ties: lowest offset), nonzero only,
+    ascending. One pass a block at a time, keeping the best ``count`` so far; ``non_finite()``, if
+    given, is called at the first block that holds a NaN or an infinity (the pass that selects is the
+    one that checks the gradient: ``count`` 0 only checks)."""
     blocks, size = FlatBlocks(gradient), int(gradient.size)
     values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
-    buffer = np.empty(min(BLOCK, size))
-    threshold = 0.0  # an entry must exceed it: nonzero, then larger than the count-th best so far
+    buffer = scratch("magnitudes", size)
+    threshold = 0.0 if count > 0 else math.inf  # an entry must exceed it: nonzero, then the count-th best so far
+    largest = 0.0
     for start, stop in block_bounds(size):
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
             block = block.astype(np.float64, copy=False)
         magnitudes = np.abs(block, out=buffer[: stop - start])
+        peak = float(np.max(magnitudes, initial=0.0))  # NaN where an entry is: then no entry is skipped on its account
+        if non_finite is not None and not math.isfinite(peak):
+            non_finite()
+        largest = peak if not peak <= largest else largest
+        if peak <= threshold:
+            continue
         hits = np.flatnonzero(magnitudes > threshold)
         if hits.size == 0:
             continue
@@ -94,7 +116,7 @@ def largest_offsets(gradient: np.ndarray, count: int) -> list:
         values, offsets = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
         if values.size == count:
             threshold = float(values.min())
-    return offsets.tolist()
+    return offsets.tolist(), largest
 
 
 def _top(values: np.ndarray, offsets: np.ndarray, count: int) -> tuple:
@@ -148,19 +170,16 @@ def _mirrored_cycles(values: np.ndarray) -> tuple:
     """Rows and columns of points (x, π(x)) for a permutation π of ``values`` (in their given order)
     made of 2-cycles, whose points are mirrored pairs, alternating with 3-cycles: every value is
     one point's row and one point's column."""
-    rows, columns, position, count = [], [], 0, len(values)
-    lengths = []
-    while position < count:
-        left = count - position
-        length = left if left in (1, 2, 3) else (2 if len(lengths) % 2 == 0 else 3)
-        if left == 4:
-            length = 2
-        lengths.append(length)
-        cycle = values[position : position + length].tolist()
-        rows += cycle
-        columns += cycle[1:] + cycle[:1]
-        position += length
-    return np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64)
+    count = len(values)
+    cycle = np.arange(count // 2 + 1)
+    starts = (cycle // 2) * 5 + 2 * (cycle % 2)  # lengths 2, 3, 2, 3, … while more than 4 values are left
+    starts = starts[count - starts >= 5].tolist()
+    last = starts[-1] + (2 if len(starts) % 2 else 3) if starts else 0
+    starts += [last, last + 2] if count - last == 4 else ([last] if count > last else [])  # then 1–3, or 2 and 2
+    rows = np.asarray(values, dtype=np.int64)
+    following = np.arange(1, count + 1)  # each cycle's value after its own, the first after its last
+    following[np.array(starts[1:] + [count], dtype=np.intp)[: len(starts)] - 1] = starts
+    return rows, rows[following]
 
 
 def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
@@ -176,9 +195,16 @@ def _stratified_offsets(shape: tuple, count: int, square: bool) -> np.ndarray:
     return _flat(indices, shape)
 
 
-def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list:
-    """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N)."""
-    largest = largest_offsets(gradient, max(1, samples // 4))
+def largest_count(samples: int) -> int:
+    """How many of ``samples`` structured coordinates are the entries of largest |gradient|."""
+    return max(1, samples // 4)
+
+
+def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray, largest: list | None = None) -> list:
+    """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N); ``largest``, when
+    given, is :func:`largest_offsets` of the gradient for :func:`largest_count` of ``samples``."""
+    if largest is None:
+        largest = largest_offsets(gradient, largest_count(samples))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0
@@ -204,12 +230,13 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray) -> list
     return np.sort(chosen).tolist()
 
 
-def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str) -> list:
+def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str, largest: list | None = None) -> list:
     """The flat offsets ``sampler`` selects for a check, ascending: ``"structured"`` or the chapter's
-    ``"chapter"`` (whose count is validated at what a check's coordinate costs)."""
+    ``"chapter"`` (whose count is validated at what a check's coordinate costs); ``largest`` as for
+    :func:`structured_offsets`."""
     if sampler == "chapter":
         return sampled_offsets(shape, samples, CHECKED_COORDINATE_BYTES)
     shape = tuple(shape)
     if samples >= element_count(shape):
         return list(range(element_count(shape)))
-    return structured_offsets(shape, samples, gradient)
+    return structured_offsets(shape, samples, gradient, largest)

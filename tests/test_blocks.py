@@ -75,3 +75,39 @@ def test_writing_into_an_array_made_read_only_is_refused():
     with pytest.raises(ValueError):
         FlatBlocks(array).write(0, 10, np.ones(10))
     assert blocks.read(0, 10).tolist() == [0.0] * 10
+
+
+def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_other():
+    import threading
+
+    from gradcheck_cli.blocks import scratch
+
+    first = scratch("test", 3 * BLOCK)
+    assert len(first) == BLOCK and np.shares_memory(first, scratch("test", 10))
+    assert len(scratch("test", 10)) == 10
+    assert not np.shares_memory(first, scratch("test", BLOCK, np.float32))
+    assert not np.shares_memory(first, scratch("other", BLOCK))
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(scratch("test", BLOCK)))
+    thread.start()
+    thread.join()
+    assert not np.shares_memory(first, elsewhere[0])
+
+
+def test_a_scale_told_no_entry_exceeds_its_cap_weighs_as_one_that_caps():
+    from gradcheck_cli.directional import DirectionScale
+
+    rng = np.random.default_rng(3)
+    gradient = rng.standard_normal(5000).astype(np.float32)
+    magnitudes = rng.uniform(0.5, 2.0, 5000)
+    offsets, resolved = np.array([7, 4000]), np.array([0.25, 3.0])
+    for cap in (float(np.max(np.abs(gradient))), 1.0):
+        peak = float(np.max(np.abs(gradient)))
+        told = DirectionScale(offsets, resolved, cap, peak).products(
+            FlatBlocks(gradient), 0, 5000, magnitudes, np.empty(5000)
+        )
+        capping = DirectionScale(offsets, resolved, cap).products(
+            FlatBlocks(gradient), 0, 5000, magnitudes, np.empty(5000)
+        )
+        assert told.tobytes() == capping.tobytes()
+        assert DirectionScale(offsets, resolved, cap, peak).capped is (peak > cap)

@@ -1368,3 +1368,73 @@ def test_a_sampled_coordinate_changed_before_its_own_probe_is_caught_at_the_next
     with pytest.raises(ParameterChanged, match="'x' was modified in place"):
         check_gradients(objective, {"x": x}, {"x": 2.0 * x}, samples="all")
     assert x.tobytes() == np.linspace(-1.0, 1.0, 12).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "size", "multiplier", "shortcut"),
+    [
+        (np.float64, 3 * 2**16 + 5, 0.1, True),
+        (np.float32, 266_000, 0.1, True),  # at the bound: m·ε^(1/3)/√N is just above 8ε
+        (np.float32, 300_000, 0.1, False),  # just past it: every shift is counted
+        (np.float32, 300_000, 1.0, True),
+    ],
+)
+def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting(dtype, size, multiplier, shortcut):
+    """Where every probe provably moves (the default step, small enough N) moved is 2N uncounted:
+    compared with the whole-array count at θ from 0 and subnormals to 1e37, both signs."""
+    from gradcheck_cli.directional import Direction, _epsilon, probe_direction
+    from gradcheck_cli.dtypes import probe_dtype
+
+    rng = np.random.default_rng(size)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    magnitudes = np.array([0.0, tiny, 3 * tiny, 1e-30, 1e-7, 0.5, 1.0, 1.5, 3e5, 1e20, 1e37])
+    w = (rng.choice(magnitudes, size) * rng.choice([-1.0, 1.0], size)).astype(dtype)
+    w[: len(magnitudes)] = magnitudes
+    g = rng.standard_normal(size)
+    direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=size)
+    assert direction.moves_everywhere(multiplier, _epsilon(w.dtype)) is shortcut
+    values = iter([1.0, 0.0])
+    probe = probe_direction(w, np.array(w, copy=True), g, direction, multiplier, lambda: next(values))
+    assert probe.moved == _reference_direction(w, g, None, multiplier)["moved"] == 2 * size
+
+
+def test_a_given_step_is_always_counted_and_its_unmoved_elements_are_not():
+    from gradcheck_cli.directional import Direction, _epsilon, probe_direction
+
+    w = np.where(np.arange(5000) % 3 == 0, 1e30, 1.0)
+    direction = Direction(step=1e-3, step_factor=0.0, elements=w.size)
+    assert not direction.moves_everywhere(1.0, _epsilon(w.dtype))
+    values = iter([1.0, 0.0])
+    probe = probe_direction(w, w.copy(), np.ones(w.size), direction, 1.0, lambda: next(values))
+    assert probe.moved == _reference_direction(w, np.ones(w.size), 1e-3)["moved"] == 2 * 3333
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_the_selecting_pass_reports_the_first_non_finite_block_and_selects_as_before(value):
+    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.selection import largest_offsets
+
+    gradient = np.linspace(-1.0, 1.0, 3 * BLOCK + 5)
+    gradient[2 * BLOCK + 9] = value
+    seen = []
+    chosen = largest_offsets(gradient, 4, lambda: seen.append(len(seen)))
+    assert seen == [0]
+    assert chosen == largest_offsets(gradient, 4)  # the callback changes nothing but the call
+    expected = [0, 1, 3 * BLOCK + 3, 3 * BLOCK + 4] if math.isnan(value) else [0, 1, 2 * BLOCK + 9, 3 * BLOCK + 4]
+    assert chosen == expected
+    assert largest_offsets(gradient, 0, lambda: seen.append(len(seen))) == [] and seen == [0, 1]
+
+
+@pytest.mark.parametrize("samples", [16, "all"])
+def test_a_non_finite_value_past_the_first_block_is_refused_theta_first(samples):
+    from gradcheck_cli.blocks import BLOCK
+
+    w, g = np.linspace(-1.0, 1.0, 3 * BLOCK + 7).reshape(-1, 5), np.ones(3 * BLOCK + 7).reshape(-1, 5)
+    g.reshape(-1)[BLOCK + 2] = math.nan
+    error = refused(AtParameter, {"w": w}, {"w": g}, samples=samples)
+    assert isinstance(error.source.source, NonFiniteAnalyticGradient)
+    assert error.source.coordinate == list(divmod(BLOCK + 2, 5))
+    w.reshape(-1)[2 * BLOCK + 1] = -math.inf
+    error = refused(AtParameter, {"w": w}, {"w": g}, samples=samples)
+    assert isinstance(error.source.source, NonFinitePoint)
+    assert error.source.coordinate == list(divmod(2 * BLOCK + 1, 5))

@@ -125,7 +125,8 @@ def check_gradients(
     if progress is not None and not callable(progress):
         raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
     workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
-    counted = GuardedObjective(objective, parameters, {planned.name: planned.array for planned in plan})
+    snapshots = {planned.name: planned.snapshot for planned in plan}  # taken by the plan's finiteness pass
+    counted = GuardedObjective(objective, parameters, {planned.name: planned.array for planned in plan}, snapshots)
     counted.sampled = {planned.name: planned.columns.offsets for planned in plan}
     try:
         return _checked(plan, counted, step, progress, workers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..advice import representative_coordinate
+from ..blocks import FlatBlocks, block_bounds
 from ..chapter.estimator import (
     validate_step,
     validate_tolerance,
@@ -40,7 +42,7 @@ from ..errors import (
     ZeroSamples,
 )
 from ..problem import reject_non_finite, reject_shared_memory, selected_names
-from ..selection import SAMPLERS, select_offsets
+from ..selection import SAMPLERS, largest_count, largest_entries, select_offsets
 from ..sweep import ProbeColumns, plan_columns, with_probes
 from ..tensors import (
     at_coordinate,
@@ -77,6 +79,8 @@ class PlannedParameter:
     tolerance: float
     kink_tolerance: float | None
     columns: ProbeColumns
+    snapshot: np.ndarray | None = None  # θ's copy, taken in the pass that checks θ is finite
+    gradient_peak: float = math.inf  # the largest |analytic| entry, read in the pass that checks them
 
 
 def is_auto(step) -> bool:
@@ -182,8 +186,9 @@ def _validated_samples(samples) -> Samples:
     return validate_samples(samples, role="samples per parameter", expected='a positive whole number or "all"')
 
 
-def _selection(shape: tuple, gradient, samples, listed, sampler) -> tuple:
-    """(selection, requested samples or None, flat offsets) of one parameter, as a check selects them."""
+def _selection(shape: tuple, gradient, samples, listed, sampler, largest=None) -> tuple:
+    """(selection, requested samples or None, flat offsets) of one parameter, as a check selects them
+    (``largest``: the gradient's largest entries, when the structured sampler's are already known)."""
     if listed is not None:
         return "explicit", None, [sample.flat_index for sample in _explicit_coordinates(listed, shape)]
     count = element_count(shape)
@@ -193,7 +198,7 @@ def _selection(shape: tuple, gradient, samples, listed, sampler) -> tuple:
         validate_selection(count, coordinate_bytes=CHECKED_COORDINATE_BYTES)
         return "all", None, np.arange(count, dtype=np.intp)
     validate_selection(min(samples, count), coordinate_bytes=CHECKED_COORDINATE_BYTES)
-    return sampler, samples, select_offsets(shape, samples, gradient, sampler)
+    return sampler, samples, select_offsets(shape, samples, gradient, sampler, largest)
 
 
 def selected_coordinates(
@@ -232,8 +237,9 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
     samples, listed, tolerance = options.samples, options.coordinates.get(name), options.tolerance
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
-    reject_non_finite(array, gradient)
-    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler)
+    snapshot = _finite_snapshot(array, gradient)
+    largest, peak = _finite_largest(array, gradient, samples if listed is None else None, options.sampler)
+    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler, largest)
 
     if is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.
@@ -257,7 +263,38 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
         tolerance=dtype.tolerance if tolerance is None else tolerance,
         kink_tolerance=kink_tolerance,
         columns=planned,
+        snapshot=snapshot,
+        gradient_peak=peak,
     )
+
+
+def _finite_snapshot(array: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """θ's copy, what every restoration writes back, taken a block at a time in the pass that checks
+    that θ is finite (else reject_non_finite's error: θ's first non-finite value)."""
+    contiguous = array.flags.c_contiguous
+    snapshot = np.empty_like(array) if contiguous else np.array(array, copy=True)
+    source, copy = FlatBlocks(array), FlatBlocks(snapshot)
+    for start, stop in block_bounds(array.size):
+        block = source.read(start, stop)
+        if contiguous:
+            np.copyto(copy.view(start, stop), block)
+        if block.dtype != np.float32:  # float32 is tested as it is; bfloat16 and the rest in float64
+            block = block.astype(np.float64, copy=False)
+        if not np.isfinite(block).all():
+            reject_non_finite(array, gradient)
+    return snapshot
+
+
+def _finite_largest(array: np.ndarray, gradient: np.ndarray, samples, sampler: str) -> tuple:
+    """(the gradient's largest entries the structured selection of ``samples`` takes, None when it takes
+    none; the largest |entry|), read in the pass that checks that the gradient is finite (else
+    reject_non_finite's error)."""
+    count = element_count(array.shape)
+    selects = sampler == "structured" and isinstance(samples, int) and 0 < samples < count
+    largest, peak = largest_entries(
+        gradient, largest_count(samples) if selects else 0, lambda: reject_non_finite(array, gradient)
+    )
+    return (largest if selects else None), peak
 
 
 def probed_at(planned: PlannedParameter, step: float) -> PlannedParameter:

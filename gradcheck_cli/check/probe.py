@@ -55,11 +55,15 @@ class GuardedObjective:
 
     jitter_limit = JITTER_LIMIT  # what a worker's f(θ) may differ from this process's by (parallel.py)
 
-    def __init__(self, objective: Callable, parameters: Mapping, checked: dict):
+    def __init__(self, objective: Callable, parameters: Mapping, checked: dict, snapshots: Mapping | None = None):
         self.objective, self.parameters, self.calls, self.centers = objective, parameters, 0, []
         self.checked = checked
         self.entries = {name: parameters[name] for name in checked}  # the objects given, np.matrix included
-        self.snapshots = {name: np.array(array, copy=True) for name, array in checked.items()}
+        snapshots = {} if snapshots is None else snapshots  # copies taken since the arrays were last written
+        self.snapshots = {
+            name: np.array(array, copy=True) if snapshots.get(name) is None else snapshots[name]
+            for name, array in checked.items()
+        }
         self.sampled = {}  # name → the flat offsets its coordinates write θ back to, compared at each f(θ)
         self.compared_at = None  # the call count when every array was last compared with its snapshot
 
@@ -178,7 +182,7 @@ def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float,
     saved, displacement, scale = (
         counted.snapshots[planned.name],
         _direction_displacement(planned),
-        _scale(columns.offsets, slopes),
+        _scale(columns.offsets, slopes, planned.gradient_peak),
     )
     direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
     item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
@@ -253,12 +257,12 @@ def confirmations(item: ProbedParameter, k: int, center: float, counted: Guarded
     return [difference, *_confirmation_differences(planned, planned.columns.coordinate(k), difference, counted)]
 
 
-def _scale(offsets: np.ndarray, slopes: SlopeColumns) -> DirectionScale:
+def _scale(offsets: np.ndarray, slopes: SlopeColumns, peak: float = math.inf) -> DirectionScale:
     """The direction scale's weights: |a| capped at the checked coordinates' largest one-sided slope
     magnitude (at least |numerical|; at a corner, the corner's slope), those magnitudes there."""
     with np.errstate(all="ignore"):
         resolved = np.maximum(np.abs(slopes.left), np.abs(slopes.right))
-    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)))
+    return DirectionScale(offsets, resolved, float(np.max(resolved, initial=0.0)), peak)
 
 
 def resolved_direction_scale(item: ProbedParameter) -> float:
