@@ -22,6 +22,7 @@ def test_prints_the_fixed_cost_and_peak_of_a_default_check_per_dtype():
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
     assert "N = 20000, 1 fresh processes × 1 checks each" in out
+    assert "| fixed cost, ns an element (median, min–max) | ÷ one array copy |" in out
     for dtype in ("float64", "float32"):
         assert f"| this checkout | {dtype} | passed, 38 |" in out
     assert "goals: fixed cost ≤ 15 ns an element, peak ≤ 3× the array" in out
