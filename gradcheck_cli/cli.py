@@ -22,11 +22,11 @@ from typing import NamedTuple
 import click
 
 from . import __version__, cli_errors, output, render
-from .chapter.formatting import rust_debug
 from .cli_errors import CommandLineError
 from .errors import (
     GradCheckError,
 )
+from .formatting import rust_debug
 
 __all__ = [
     "EXIT_OK",

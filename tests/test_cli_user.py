@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import check, output, render
+from gradcheck_cli import check, formatting, output, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
-from gradcheck_cli.chapter import fixtures, formatting
+from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
