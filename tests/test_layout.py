@@ -24,7 +24,17 @@ LAYERS = (
     (
         "extended checker",
         (
-            *("estimates", "judge", "verdicts", "selection", "directional", "diagnosis", "check."),
+            *(
+                "estimates",
+                "judge",
+                "judge_terms",
+                "judge_reasons",
+                "verdicts",
+                "selection",
+                "directional",
+                "diagnosis",
+                "check.",
+            ),
             *("parallel", "workers", "problem", "advice", "cotangents", "hessian", "testing"),
             *("taylor", "taylor_geometry", "taylor_localize"),
         ),
