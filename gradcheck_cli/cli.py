@@ -21,12 +21,12 @@ from typing import NamedTuple
 
 import click
 
-from . import __version__, cli_errors, output, render
-from .chapter.formatting import rust_debug
+from . import __version__, cli_errors, output
 from .cli_errors import CommandLineError
 from .errors import (
     GradCheckError,
 )
+from .formatting import rust_debug
 
 __all__ = [
     "EXIT_OK",
@@ -151,6 +151,8 @@ def output_options(command):
         callback=_choose_format,
         help="Shorthand for --format json.",
     )(with_output_format)
+    from . import render  # a command's, not the group's: `gradcheck --help` does not load it
+
     return click.option(
         "--format",
         "format_name",
@@ -173,6 +175,8 @@ def run(output_format: str, compute) -> None:
     result is rendered completely before the first byte is written, so Ctrl-C
     or a failure while rendering leaves stdout empty.
     """
+    from . import render
+
     ctx = click.get_current_context()
     try:
         report = compute()

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chapter.formatting import short_repr
 from .cotangents import DEFAULT_SEED, tangent
 from .dtypes import probe_dtype
 from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
+from .formatting import short_repr
 from .judge import (
     CONFIRMATION_FACTORS,
     JudgedEstimate,

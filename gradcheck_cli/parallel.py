@@ -39,7 +39,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blame import exception_line
-from .chapter.formatting import short_repr
 from .errors import (
     AtParameter,
     GradCheckError,
@@ -49,6 +48,7 @@ from .errors import (
     WorkerDied,
     WorkerProbeDiffers,
 )
+from .formatting import short_repr
 from .records import same_bits
 from .sweep import ProbeColumns, probe_values
 from .workers import HELD_SIGNALS, Setup, array_digest, probe_chunk, start_worker

@@ -27,7 +27,6 @@ import numpy as np
 
 from .blame import exception_line, user_location
 from .blocks import FlatBlocks, block_bounds
-from .chapter.formatting import short_repr
 from .errors import (
     AtCoordinate,
     AtParameter,
@@ -49,6 +48,7 @@ from .errors import (
     SharedMemory,
     UnknownParameter,
 )
+from .formatting import short_repr
 from .tensors import byte_bounds as _byte_bounds
 from .tensors import parameter_and_gradient
 

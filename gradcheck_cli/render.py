@@ -42,8 +42,8 @@ from .chapter.chapter_lines import (
     spacing_text,
     value_text,
 )
-from .chapter.formatting import rust_debug, rust_list
 from .cli_errors import in_flags
+from .formatting import rust_debug, rust_list
 from .output import emit, json_chunks, json_text
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 

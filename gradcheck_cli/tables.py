@@ -11,7 +11,7 @@ person reads a column of them.
 import math
 import os
 
-from .chapter.formatting import rust_debug, rust_fixed, rust_list
+from .formatting import rust_debug, rust_fixed, rust_list
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text
 
 __all__ = [

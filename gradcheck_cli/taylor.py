@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .chapter.estimator import real_scalar, validate_steps
-from .chapter.formatting import short_repr
 from .dtypes import probe_dtype
 from .errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
 from .estimates import value_epsilons
+from .formatting import short_repr
 from .problem import as_problem, selected_names, validated_whole_gradients
 from .records import Record, same_bits
 from .taylor_geometry import (

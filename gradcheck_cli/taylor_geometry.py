@@ -12,10 +12,10 @@ from collections.abc import Mapping as AnyMapping
 
 import numpy as np
 
-from .chapter.formatting import short_repr
 from .defaults import TAYLOR_SEED
 from .dtypes import probe_dtype
 from .errors import GradientShapeMismatch, InvalidArgument, ZeroDirection
+from .formatting import short_repr
 from .splitmix import MASK64, splitmix64, splitmix64_array
 
 __all__ = ["DEFAULT_SEED", "taylor_direction", "default_taylor_steps"]

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from .chapter.formatting import rust_list
 from .check import GradientCheckReport, Samples, check_gradients
 from .defaults import CHECK_SAMPLES
+from .formatting import rust_list
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]

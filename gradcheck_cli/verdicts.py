@@ -1,6 +1,6 @@
 """A check's verdicts in words, shared by the text lines (render), the tables and the pytest helper (testing)."""
 
-from .chapter.formatting import rust_exp
+from .formatting import rust_exp
 
 __all__ = ["DEFAULT_STEP", "coordinate_verdict", "check_summary", "diagnosis_text", "kink_tolerance_text"]
 

@@ -22,11 +22,11 @@ import numpy as np
 
 from .blame import RAISED_IN_WORKER, user_location, user_traceback
 from .chapter.estimator import evaluated_value
-from .chapter.formatting import rust_debug
 from .errors import (
     GradCheckError,
     WorkerProblemDiffers,
 )
+from .formatting import rust_debug
 from .sweep import ProbeColumns, probe_values
 
 __all__ = ["HELD_SIGNALS", "Setup", "array_digest", "probe_chunk", "start_worker"]

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from gradcheck_cli import error_regimes
 from gradcheck_cli.chapter.fixtures import CUBIC_POINT, STEP_SCAN, TARGETS, cubic, cubic_derivative, cubic_step_scan
-from gradcheck_cli.chapter.formatting import rust_exp, rust_fixed, rust_list
 from gradcheck_cli.chapter.nll import (
     InvalidLogits,
     InvalidTargets,
@@ -18,6 +17,7 @@ from gradcheck_cli.chapter.nll import (
     indexed_mean_nll,
     nll_gradient_check,
 )
+from gradcheck_cli.formatting import rust_exp, rust_fixed, rust_list
 
 # The chapter's scan: requested h, numerical value, scaled error, actual spacing, regime, verdict.
 # Numerical values and scaled errors for 1e-5, 1e-13 and 1e-15 are printed to 12 digits in the

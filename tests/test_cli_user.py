@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import check, output, render
+from gradcheck_cli import check, formatting, output, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
-from gradcheck_cli.chapter import fixtures, formatting
+from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
@@ -571,13 +571,21 @@ def test_bad_check_input_is_one_line_and_exit_2(arguments, message):
     assert_one_line_error(invoke("check", *arguments), message)
 
 
-def test_a_bad_step_is_refused_before_the_users_module_runs(tmp_path):
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (("--step", "-1"), "central-difference requested step -1.0 must be positive and finite"),
+        (("--tolerance", "nan"), "gradient-check tolerance NaN must be finite and nonnegative"),
+        (
+            ("--jobs", "-2"),
+            "jobs must be a whole number: 0 for one worker per core, 1 (or None) for none, N ≥ 2 for N; or a concurrent.futures.Executor, got -2",
+        ),
+    ],
+)
+def test_a_bad_step_tolerance_or_jobs_is_refused_before_the_users_module_runs(tmp_path, option, message):
     marker = tmp_path / "imported"
     path = write_problem(tmp_path, f"open({str(marker)!r}, 'w').close()\n\ndef problem():\n    pass\n")
-    assert_one_line_error(
-        invoke("check", f"{path}:problem", "--step", "-1"),
-        "central-difference requested step -1.0 must be positive and finite",
-    )
+    assert_one_line_error(invoke("check", f"{path}:problem", *option), message)
     assert not marker.exists()
     invoke("check", f"{path}:problem")
     assert marker.exists()  # the marker works: the module does run when the options are fine

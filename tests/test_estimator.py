@@ -30,7 +30,7 @@ from gradcheck_cli.chapter.fixtures import (
     quadratic_gradient_check,
     rounded_identity_gradient_check,
 )
-from gradcheck_cli.chapter.formatting import rust_debug, rust_exp, rust_fixed
+from gradcheck_cli.formatting import rust_debug, rust_exp, rust_fixed
 
 
 def test_quadratic_reproduces_the_chapters_line():

@@ -1,7 +1,7 @@
 """The chapter's text lines: its number formats and the lines of its commands (quadratic, identity,
 kink, scan, nll, sample), byte for byte as the chapter prints them."""
 
-from .formatting import rust_debug, rust_exp, rust_fixed, rust_list
+from ..formatting import rust_debug, rust_exp, rust_fixed, rust_list
 
 __all__ = [
     "value_text",

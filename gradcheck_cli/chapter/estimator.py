@@ -29,8 +29,8 @@ from ..errors import (
     PerturbationNotFinite,
     PerturbationUnchanged,
 )
+from ..formatting import short_repr
 from ..records import Record
-from .formatting import short_repr
 
 __all__ = [
     "ProbeGeometry",

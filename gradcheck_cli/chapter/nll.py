@@ -37,6 +37,7 @@ __all__ = [
     "indexed_mean_nll",
     "hand_derived_nll_gradient",
     "NllGradientExample",
+    "nll_options",
     "nll_gradient_check",
 ]
 
@@ -136,6 +137,12 @@ class NllGradientExample(Record):
     restored_exactly: bool
 
 
+def nll_options(step: float, tolerance: float, samples: int) -> tuple:
+    """(step, tolerance, samples) validated as :func:`nll_gradient_check` validates them first: the
+    command line has them refused before it reads an input file (a 10⁷-element file takes seconds)."""
+    return validate_step(step), validate_tolerance(tolerance), validate_samples(samples)
+
+
 def nll_gradient_check(
     logits: np.ndarray = None,
     targets: Sequence[int] = TARGETS,
@@ -152,8 +159,7 @@ def nll_gradient_check(
     """
     # The whole request is validated before the loss or a gradient is computed: on a 10⁷-element
     # file those take seconds and hundreds of MB.
-    step, tolerance = validate_step(step), validate_tolerance(tolerance)
-    samples = validate_samples(samples)
+    step, tolerance, samples = nll_options(step, tolerance, samples)
     logits = chapter_logits() if logits is None else logits
     target_array = validate_nll_inputs(logits, targets)
     if analytic is not None:

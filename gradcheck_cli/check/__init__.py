@@ -20,6 +20,7 @@ from ..errors import (
 )
 from ..problem import GradientProblem
 from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, purity_of, report_of
+from .options import is_serial, request_options
 from .plan import (
     ALL_COORDINATES,
     AUTO_STEP,
@@ -46,6 +47,7 @@ __all__ = [
     "Samples",
     "check_gradients",
     "check_problem",
+    "request_options",
     "kink_tolerance_for_step",
     "selected_coordinates",
 ]
@@ -124,7 +126,7 @@ def check_gradients(
     plan = plan_check(objective, parameters, gradients, options)
     if progress is not None and not callable(progress):
         raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
-    workers = None if _serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
+    workers = None if is_serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
     snapshots = {planned.name: planned.snapshot for planned in plan}  # taken by the plan's finiteness pass
     counted = GuardedObjective(objective, parameters, {planned.name: planned.array for planned in plan}, snapshots)
     counted.sampled = {planned.name: planned.columns.offsets for planned in plan}
@@ -163,14 +165,9 @@ def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
     loaded by its reference, and unpickle any other.
     """
     objective = problem.objective
-    if problem.reference is not None and callable(objective) and not _serial(options.get("jobs")):
+    if problem.reference is not None and callable(objective) and not is_serial(options.get("jobs")):
         objective = _parallel().ByReference(objective, problem.reference)
     return check_gradients(objective, problem.parameters, problem.gradients, **options)
-
-
-def _serial(jobs) -> bool:
-    """Whether ``jobs`` asks for no workers (None or 1): then parallel.py and concurrent.futures are not imported."""
-    return jobs is None or (type(jobs) is int and jobs == 1)
 
 
 def _parallel():

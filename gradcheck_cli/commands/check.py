@@ -6,7 +6,6 @@ import click
 
 from .. import defaults, render
 from ..blame import exception_line
-from ..chapter.estimator import validate_step, validate_tolerance
 from ..cli import Report, output_options, run, summary
 from ..cli_errors import CommandLineError, ExecutorUnavailable
 from ..progress import ProgressBar
@@ -96,34 +95,19 @@ from .options import (
 @output_options
 def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, executor, verbose, show_traceback):
     def compute():
-        if step != "auto" and step is not None:
-            validate_step(step)
-        if tolerance is not None:
-            validate_tolerance(tolerance)
-        from ..check import check_problem
+        from ..check import check_problem, request_options
 
-        if jobs != 1:
-            from ..parallel import worker_count
-
-            worker_count(jobs)
+        # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.
+        options = request_options(samples=samples, sampler=sampler, step=step, tolerance=tolerance, jobs=jobs)
         scheduler = executor_address(executor, jobs)
-
-        selected = list(names) or None
         with (
             dask_executor(executor, scheduler) as workers,
             user_problem(problem, show_traceback) as loaded,
             ProgressBar("checking coordinates") as progress,
         ):
-            report = check_problem(
-                loaded,
-                samples=samples,
-                sampler=sampler,
-                step=step,
-                tolerance=tolerance,
-                names=selected,
-                progress=progress,
-                jobs=jobs if workers is None else workers,
-            )
+            if workers is not None:
+                options["jobs"] = workers
+            report = check_problem(loaded, **options, names=list(names) or None, progress=progress)
         return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)

@@ -48,11 +48,8 @@ def nll_command(output_format, samples, step, tolerance, logits, targets, analyt
 
     def compute():
         from ..chapter import nll
-        from ..chapter.estimator import validate_step, validate_tolerance
-        from ..chapter.sampling import validate_samples
 
-        # Refused before a file is read: a 10⁷-element file takes seconds to load.
-        validate_step(step), validate_tolerance(tolerance), validate_samples(samples)
+        nll.nll_options(step, tolerance, samples)  # refused before a file is read
         logit_array = None if logits is None else load_array(logits, "--logits")
         analytic_array = None if analytic is None else load_array(analytic, "--analytic")
         example = nll.nll_gradient_check(logit_array, targets, analytic_array, step, tolerance, samples)

@@ -1,6 +1,6 @@
 """How an error is a record: its ``fields`` and one message ``template``, nothing else."""
 
-from ..chapter.formatting import rust_debug, rust_list
+from ..formatting import rust_debug, rust_list
 from ..records import json_ready
 
 __all__ = ["GradCheckError"]
