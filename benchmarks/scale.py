@@ -106,7 +106,7 @@ def rss_child(elements: int, function: str) -> dict:
 
 
 def sampler_timing(repeats: int) -> None:
-    from gradcheck_cli.tensors import sample_tensor_coordinates
+    from gradcheck_cli.chapter.tensors import sample_tensor_coordinates
 
     samples = sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES)
     timer = timeit.Timer(lambda: sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES))

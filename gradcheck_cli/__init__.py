@@ -44,7 +44,7 @@ _LAZY_MODULES = {
         "check",
     ),
     **dict.fromkeys(("GradientProblem", "ProblemReference", "load_problem", "as_problem"), "problem"),
-    **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "dtypes"),
+    **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "chapter.dtypes"),
     **dict.fromkeys(
         ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice"
     ),

@@ -7,7 +7,7 @@ max(truncation, rounding). The rules and what the estimate means are in docs/met
 advice". The spacing ratio η_j/η_k is formed as (h₋ⱼ/h₋ₖ)·(h₊ⱼ/h₊ₖ), never from the products,
 which overflow above 1e154 and underflow below 1e-154.
 
-Scalar work imports no numpy (dtypes come from :mod:`gradcheck_cli.dtypes` by name); only tensor
+Scalar work imports no numpy (dtypes come from :mod:`gradcheck_cli.chapter.dtypes` by name); only tensor
 coordinates (:func:`advise_coordinate_step`, :func:`advise_problem_steps`) and dtypes given as numpy
 objects load it.
 """
@@ -27,9 +27,9 @@ from .advice_choice import (
     moving_for_the_parameter,
     regime,
 )
+from .chapter.dtypes import dtype_perturbations, probe_dtype
 from .chapter.estimator import CentralDifference, central_difference, validate_step, validate_steps
 from .chapter.sampling import sample_tensor_coordinates
-from .dtypes import dtype_perturbations, probe_dtype
 from .errors import (
     AtCoordinate,
     AtParameter,
@@ -212,7 +212,7 @@ def advise_step(
     dtype : str or numpy dtype, default "float64"
         The arithmetic of the probed value (float64, float32 or bfloat16):
         the exact θ ∓ h is rounded once into it
-        (:func:`~gradcheck_cli.dtypes.dtype_perturbations`) and its ε sets the
+        (:func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`) and its ε sets the
         rounding floor ("float32" for a float32 objective). A dtype given by
         name loads no numpy.
     steps : sequence of float, optional
@@ -321,7 +321,7 @@ def advise_coordinate_step(objective: Callable, parameters, coordinate, *, steps
     """Advise a step for one coordinate of a tensor, probed in place.
 
     The probe is written into ``parameters`` itself through
-    :func:`~gradcheck_cli.tensors.probing_objective`, and the exact original
+    :func:`~gradcheck_cli.chapter.tensors.probing_objective`, and the exact original
     element is restored after every call (exceptions and KeyboardInterrupt
     included). The dtype of ``parameters`` (float64, float32 or bfloat16)
     sets the probe rounding and the rounding floor.
@@ -337,7 +337,7 @@ def advise_coordinate_step(objective: Callable, parameters, coordinate, *, steps
     steps : sequence of float, optional
         As in :func:`advise_step`.
     """
-    from .tensors import probing_objective, writable_probe_dtype
+    from .chapter.tensors import probing_objective, writable_probe_dtype
 
     writable_probe_dtype(parameters)
     index = tuple(int(position) for position in coordinate)

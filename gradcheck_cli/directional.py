@@ -15,12 +15,12 @@ import numpy as np
 
 from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, tree_sum
 from .chapter.estimator import evaluated_value
+from .chapter.tensors import write_back
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
 from .judge import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
-from .tensors import write_back
 
 __all__ = [
     "DIRECTION_SEED",

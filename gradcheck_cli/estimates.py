@@ -1,7 +1,7 @@
 """The estimate columns: every estimate with its error bar and its verdict at one step, as numpy
 columns (the first step, the confirmation steps h/10 and 10h, the directional test), the
 sensitivity floors, and the value noise the probes observe. The probes they read are
-:mod:`~gradcheck_cli.sweep`'s. How the verdict is decided is docs/method.md ("Verdicts").
+:mod:`~gradcheck_cli.chapter.sweep`'s. How the verdict is decided is docs/method.md ("Verdicts").
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import ProbeDtype
+from .chapter.dtypes import ProbeDtype
+from .chapter.sweep import ProbeColumns, SlopeColumns
 from .judge import (
     FLOOR_FACTOR,
     HIGHER_PRECISION_FLOOR_FACTOR,
@@ -21,7 +22,6 @@ from .judge import (
     Resolution,
     verdict_passes,
 )
-from .sweep import ProbeColumns, SlopeColumns
 
 __all__ = [
     "EstimateColumns",

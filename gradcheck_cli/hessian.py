@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chapter.dtypes import probe_dtype
+from .chapter.tensors import write_back
 from .cotangents import DEFAULT_SEED, tangent
-from .dtypes import probe_dtype
 from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
 from .formatting import short_repr
@@ -31,7 +32,6 @@ from .judge import (
 )
 from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
-from .tensors import write_back
 
 __all__ = [
     "HessianComponent",

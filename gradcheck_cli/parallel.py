@@ -16,7 +16,7 @@ it is never shut down here. Each worker loads the problem once, by its reference
 (:class:`~gradcheck_cli.problem.ProblemReference`, as the command line loads it) or unpickled,
 and checks it against this process's: every parameter array bit-identical, and f(θ) evaluated
 once there within the jitter the purity measurement allows. A task is one contiguous chunk of
-one parameter's coordinates, probed with :func:`~gradcheck_cli.sweep.probe_values` on the
+one parameter's coordinates, probed with :func:`~gradcheck_cli.chapter.sweep.probe_values` on the
 worker's own arrays; the chunks are split deterministically (about :data:`CHUNKS_PER_WORKER`
 per worker, cut at the checkpoints too) and merged in order, so what fails first serially is
 what is raised.
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blame import exception_line
+from .chapter.sweep import ProbeColumns, probe_values
 from .errors import (
     AtParameter,
     GradCheckError,
@@ -50,7 +51,6 @@ from .errors import (
 )
 from .formatting import short_repr
 from .records import same_bits
-from .sweep import ProbeColumns, probe_values
 from .workers import HELD_SIGNALS, Setup, array_digest, probe_chunk, start_worker
 
 __all__ = [

@@ -27,6 +27,8 @@ import numpy as np
 
 from .blame import exception_line, user_location
 from .blocks import FlatBlocks, block_bounds
+from .chapter.tensors import byte_bounds as _byte_bounds
+from .chapter.tensors import parameter_and_gradient
 from .errors import (
     AtCoordinate,
     AtParameter,
@@ -49,8 +51,6 @@ from .errors import (
     UnknownParameter,
 )
 from .formatting import short_repr
-from .tensors import byte_bounds as _byte_bounds
-from .tensors import parameter_and_gradient
 
 __all__ = [
     "GradientProblem",

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .chapter.dtypes import probe_dtype
 from .chapter.estimator import real_scalar, validate_steps
-from .dtypes import probe_dtype
+from .chapter.tensors import plain_view, write_back
 from .errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
 from .estimates import value_epsilons
 from .formatting import short_repr
@@ -34,7 +35,6 @@ from .taylor_geometry import (
     taylor_direction,
 )
 from .taylor_localize import LocalizationTest, failing_names
-from .tensors import plain_view, write_back
 
 __all__ = [
     "PASS_ORDER",

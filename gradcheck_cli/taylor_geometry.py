@@ -12,8 +12,8 @@ from collections.abc import Mapping as AnyMapping
 
 import numpy as np
 
+from .chapter.dtypes import probe_dtype
 from .defaults import TAYLOR_SEED
-from .dtypes import probe_dtype
 from .errors import GradientShapeMismatch, InvalidArgument, ZeroDirection
 from .formatting import short_repr
 from .splitmix import MASK64, splitmix64, splitmix64_array

@@ -387,8 +387,8 @@ def forward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
     """
     from torch.autograd import forward_ad
 
+    from .chapter.tensors import write_back
     from .cotangents import tangent, tangent_problem
-    from .tensors import write_back
 
     named, call_text, call, checked, views = _checked_inputs(fn, inputs)
     outputs, cotangents, _ = _vector_jacobian(call, call_text, checked, seed)

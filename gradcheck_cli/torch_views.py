@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .chapter.tensors import strides_may_overlap, writable_memory
 from .errors import SharedMemory, TorchUnavailable, UnsupportedDevice, UnsupportedTensor
 from .problem import reject_shared_memory
-from .tensors import strides_may_overlap, writable_memory
 
 try:
     import torch  # absolute: the real torch, not gradcheck_cli.torch

@@ -2,7 +2,7 @@
 
 A worker loads the problem once per :class:`Setup` (by reference, or unpickled), checks it
 against the parent's (each array's :func:`array_digest`, and f(θ)), and probes the chunks of
-coordinates it is sent with :func:`~gradcheck_cli.sweep.probe_values`, its arrays watched as the
+coordinates it is sent with :func:`~gradcheck_cli.chapter.sweep.probe_values`, its arrays watched as the
 serial check watches them. The parent side (the pool, the executors) is :mod:`~gradcheck_cli.parallel`.
 """
 
@@ -22,12 +22,12 @@ import numpy as np
 
 from .blame import RAISED_IN_WORKER, user_location, user_traceback
 from .chapter.estimator import evaluated_value
+from .chapter.sweep import ProbeColumns, probe_values
 from .errors import (
     GradCheckError,
     WorkerProblemDiffers,
 )
 from .formatting import rust_debug
-from .sweep import ProbeColumns, probe_values
 
 __all__ = ["HELD_SIGNALS", "Setup", "array_digest", "probe_chunk", "start_worker"]
 
@@ -158,7 +158,7 @@ def _made_private(array) -> None:
     import ctypes
     import mmap
 
-    from .tensors import byte_bounds
+    from .chapter.tensors import byte_bounds
 
     low, high = byte_bounds(array)
     start = low - low % mmap.PAGESIZE

@@ -39,9 +39,9 @@ from gradcheck_cli.advice import (
     default_steps,
     geometric_steps,
 )
+from gradcheck_cli.chapter.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.chapter.estimator import central_difference, perturbations
 from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, identity, quadratic
-from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import (
     AtParameter,
     InvalidStep,

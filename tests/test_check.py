@@ -14,10 +14,10 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
+from gradcheck_cli.chapter.dtypes import PROBE_DTYPES
 from gradcheck_cli.chapter.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.check import ALL_COORDINATES
 from gradcheck_cli.defaults import CHECK_SAMPLES
-from gradcheck_cli.dtypes import PROBE_DTYPES
 from gradcheck_cli.errors import (
     AtCoordinate,
     AtParameter,
@@ -1157,8 +1157,8 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 
 def _reference_direction(w, g, step, multiplier=1.0):
     """θ ± m·h_i·s_i/√N rounded into w's dtype, the shifts' sums and moved count, on whole arrays."""
+    from gradcheck_cli.chapter.dtypes import probe_dtype
     from gradcheck_cli.directional import direction_signs
-    from gradcheck_cli.dtypes import probe_dtype
 
     exact = np.array(w, dtype=np.float64, order="C")
     if step is None:
@@ -1280,8 +1280,8 @@ def test_the_direction_scale_is_what_the_reference_battery_reads():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
+    from gradcheck_cli.chapter.dtypes import probe_dtype
     from gradcheck_cli.directional import Direction, probe_direction
-    from gradcheck_cli.dtypes import probe_dtype
 
     rng = np.random.default_rng(11)
     w = np.array(rng.standard_normal((41, 1700)) * 3, dtype=dtype)[:, ::2]  # 34 850 elements, strided
@@ -1382,8 +1382,8 @@ def test_a_sampled_coordinate_changed_before_its_own_probe_is_caught_at_the_next
 def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting(dtype, size, multiplier, shortcut):
     """Where every probe provably moves (the default step, small enough N) moved is 2N uncounted:
     compared with the whole-array count at θ from 0 and subnormals to 1e37, both signs."""
+    from gradcheck_cli.chapter.dtypes import probe_dtype
     from gradcheck_cli.directional import Direction, _epsilon, probe_direction
-    from gradcheck_cli.dtypes import probe_dtype
 
     rng = np.random.default_rng(size)
     tiny = float(np.finfo(dtype).smallest_subnormal)

@@ -211,7 +211,7 @@ def test_json_holds_the_schema_the_issue_names():
 
 
 def test_sample_json_is_the_samplers_to_dict():
-    from gradcheck_cli.tensors import sample_tensor_coordinates
+    from gradcheck_cli.chapter.tensors import sample_tensor_coordinates
 
     expected = [sample.to_dict() for sample in sample_tensor_coordinates((4, 5), 3)]
     assert json.loads(invoke("sample", "--shape", "4,5", "--max-samples", "3", "--json").stdout) == {"sample": expected}

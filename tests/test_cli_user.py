@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from gradcheck_cli import check, formatting, output, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
 from gradcheck_cli.chapter import fixtures
+from gradcheck_cli.chapter.dtypes import probe_dtype
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli import (
     EXIT_BAD_INPUT,
@@ -35,7 +36,6 @@ from gradcheck_cli.cli import (
     main,
 )
 from gradcheck_cli.cli_errors import ObjectiveRaised
-from gradcheck_cli.dtypes import probe_dtype
 from gradcheck_cli.problem import load_problem
 from gradcheck_cli.progress import ProgressBar
 from gradcheck_cli.taylor import taylor_test

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gradcheck_cli.chapter.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
+from gradcheck_cli.chapter.sweep import plan_columns, with_probes
 from gradcheck_cli.check import CoordinateChecks, check_gradients
-from gradcheck_cli.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.judge import PASSED, Resolution, verdict_passes
 from gradcheck_cli.records import float_bits, same_bits
-from gradcheck_cli.sweep import plan_columns, with_probes
 
 
 def _bits(values) -> list:

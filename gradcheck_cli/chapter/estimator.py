@@ -186,7 +186,7 @@ def perturbations(point: float, step: float) -> ProbeGeometry:
     """The actual f64 probes fl(point − step), fl(point + step) and their stencil.
 
     Probes stored in float32 or bfloat16 come from
-    :func:`gradcheck_cli.dtypes.dtype_perturbations`, which rounds the exact
+    :func:`gradcheck_cli.chapter.dtypes.dtype_perturbations`, which rounds the exact
     θ ∓ h once into that format (rounding this function's f64 probes again
     would be a double rounding) and then calls :func:`probe_geometry`.
 

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..errors import InvalidLogits, InvalidTargets
 from ..records import Record
-from ..tensors import parameter_and_gradient
 from .estimator import validate_step, validate_tolerance
 from .fixtures import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
 from .sampled import TensorGradientCheck, sampled_tensor_gradient_check
 from .sampling import sample_tensor_coordinates, validate_samples
+from .tensors import parameter_and_gradient
 
 __all__ = [
     "LOGIT_SHAPE",

@@ -2,8 +2,8 @@
 
 It perturbs the caller's own array in place, through any view, and restores the exact original
 bits on every path. It validates as the multi-parameter check does (the shared pieces are in
-:mod:`~gradcheck_cli.tensors`) and probes with the same column plan
-(:mod:`~gradcheck_cli.sweep`), so the two agree bit for bit.
+:mod:`~gradcheck_cli.chapter.tensors`) and probes with the same column plan
+(:mod:`~gradcheck_cli.chapter.sweep`), so the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import ProbeDtype
 from ..records import Record, records_from_rows
-from ..sweep import index_columns, plan_columns, slope_columns, stencil_values, with_probes
-from ..tensors import parameter_and_gradient, plain_view, plan_coordinates
+from .dtypes import ProbeDtype
 from .estimator import CentralDifference, GradientComparison, validate_step, validate_tolerance
 from .sampling import SampledCoordinate, coordinate_from_offset, sampled_offsets, validate_samples
+from .sweep import index_columns, plan_columns, slope_columns, stencil_values, with_probes
+from .tensors import parameter_and_gradient, plain_view, plan_coordinates
 
 __all__ = ["CoordinateGradientCheck", "TensorGradientCheck", "sampled_tensor_gradient_check"]
 
@@ -65,7 +65,7 @@ def sampled_tensor_gradient_check(
     parameters : np.ndarray of float64, float32 or bfloat16, any shape, writable
         Perturbed in place; bit-identical afterwards on every path. Probes
         are rounded once into the array's dtype
-        (:func:`~gradcheck_cli.dtypes.dtype_perturbations`); float64 probes
+        (:func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`); float64 probes
         are the chapter's fl(θ∓h).
     analytic : np.ndarray, same shape
         The candidate gradient (any real dtype that float64 holds exactly;

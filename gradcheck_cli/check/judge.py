@@ -8,15 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..chapter.dtypes import ProbeDtype, probe_dtype
 from ..chapter.estimator import (
     CentralDifference,
     compare_gradients,
     compare_one_sided_slopes,
     validate_step,
 )
+from ..chapter.tensors import (
+    at_coordinate,
+)
 from ..diagnosis import DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
 from ..directional import DirectionalCheck, directional_estimate
-from ..dtypes import ProbeDtype, probe_dtype
 from ..errors import (
     AtParameter,
     GradCheckError,
@@ -49,9 +52,6 @@ from ..judge import (
     with_step_sensitivity,
 )
 from ..records import float_bits
-from ..tensors import (
-    at_coordinate,
-)
 from .plan import PlannedParameter
 from .probe import (
     JITTER_LIMIT,

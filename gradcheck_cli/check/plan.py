@@ -12,11 +12,11 @@ import numpy as np
 
 from ..advice import representative_coordinate
 from ..blocks import FlatBlocks, block_bounds
+from ..chapter.dtypes import ProbeDtype
 from ..chapter.estimator import (
     validate_step,
     validate_tolerance,
 )
-from ..chapter.formatting import rust_list
 from ..chapter.sampling import (
     CHECKED_COORDINATE_BYTES,
     ParameterSample,
@@ -26,8 +26,15 @@ from ..chapter.sampling import (
     validate_samples,
     validate_selection,
 )
+from ..chapter.sweep import ProbeColumns, plan_columns, with_probes
+from ..chapter.tensors import (
+    at_coordinate,
+    element_count,
+    finite_point,
+    parameter_and_gradient,
+    plain_view,
+)
 from ..defaults import CHECK_SAMPLES
-from ..dtypes import ProbeDtype
 from ..errors import (
     AtParameter,
     DuplicateCoordinate,
@@ -41,16 +48,9 @@ from ..errors import (
     UnknownSampler,
     ZeroSamples,
 )
+from ..formatting import rust_list
 from ..problem import reject_non_finite, reject_shared_memory, selected_names
 from ..selection import SAMPLERS, largest_count, largest_entries, select_offsets
-from ..sweep import ProbeColumns, plan_columns, with_probes
-from ..tensors import (
-    at_coordinate,
-    element_count,
-    finite_point,
-    parameter_and_gradient,
-    plain_view,
-)
 
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"

@@ -8,13 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..chapter.dtypes import dtype_perturbations
 from ..chapter.estimator import (
     CentralDifference,
     difference_from_values,
     evaluated_value,
 )
+from ..chapter.sweep import SlopeColumns, difference_at, probe_values, slope_columns
+from ..chapter.tensors import (
+    probing_objective,
+    write_back,
+)
 from ..directional import Direction, DirectionScale, probe_direction
-from ..dtypes import dtype_perturbations
 from ..errors import (
     AtParameter,
     GradCheckError,
@@ -25,11 +30,6 @@ from ..judge import (
     CONFIRMATION_FACTORS,
 )
 from ..records import same_array_bits
-from ..sweep import SlopeColumns, difference_at, probe_values, slope_columns
-from ..tensors import (
-    probing_objective,
-    write_back,
-)
 from .plan import PlannedParameter
 
 #: f(θ) varying by more than JITTER_LIMIT·ε·|f| between calls is not rounding jitter: no pass.

@@ -14,6 +14,7 @@ from ..chapter.estimator import (
     GradientComparison,
     OneSidedSlopeComparison,
 )
+from ..chapter.sweep import index_columns
 from ..diagnosis import Diagnosis
 from ..directional import DirectionalCheck
 from ..judge import (
@@ -21,7 +22,6 @@ from ..judge import (
     PASSED,
 )
 from ..records import Record
-from ..sweep import index_columns
 
 
 @dataclass(frozen=True, slots=True)

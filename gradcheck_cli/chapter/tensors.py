@@ -15,16 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chapter.estimator import ProbeGeometry
-from .chapter.sampling import (
-    SampledCoordinate,
-    at_coordinate,
-    coordinate_from_offset,
-    element_count,
-    sample_tensor_coordinates,
-)
-from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
-from .errors import (
+from ..errors import (
     GradCheckError,
     GradientShapeMismatch,
     InvalidArgument,
@@ -35,7 +26,16 @@ from .errors import (
     SelfOverlappingArray,
     UnsupportedDtype,
 )
-from .records import Record
+from ..records import Record
+from .dtypes import ProbeDtype, dtype_perturbations, probe_dtype
+from .estimator import ProbeGeometry
+from .sampling import (
+    SampledCoordinate,
+    at_coordinate,
+    coordinate_from_offset,
+    element_count,
+    sample_tensor_coordinates,
+)
 
 __all__ = [
     "SampledCoordinate",
@@ -203,7 +203,7 @@ def plan_coordinates(
 
     At each coordinate, in the chapter's order: θ must be finite, its probes
     at the requested step must be valid in ``dtype``'s arithmetic
-    (:func:`~gradcheck_cli.dtypes.dtype_perturbations`), and the analytic
+    (:func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`), and the analytic
     value must be finite. The first failure is raised wrapped in
     :class:`AtCoordinate`.
 

@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .chapter.estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
-from .errors import NonFinitePoint, UnsupportedDtype
-from .records import Record
+from ..errors import NonFinitePoint, UnsupportedDtype
+from ..records import Record
+from .estimator import ProbeGeometry, perturbations, probe_geometry, validate_step
 
 __all__ = [
     "PROBE_DTYPES",

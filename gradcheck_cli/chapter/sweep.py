@@ -3,7 +3,7 @@ probing loop and the one-sided slopes, as numpy columns: the one engine that the
 confirmation steps (h/10, 10h) and the directional test all use; their estimates and error bars
 are :mod:`~gradcheck_cli.estimates`'.
 
-The probes are :func:`~gradcheck_cli.dtypes.dtype_perturbations`' bit for bit; where the columns
+The probes are :func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`' bit for bit; where the columns
 find a probe or slope unusable, the chapter's own validation (:func:`~gradcheck_cli.chapter.estimator.probe_geometry`,
 :func:`~gradcheck_cli.chapter.estimator.difference_from_values`) decides and raises its typed error. How the
 verdict is decided is docs/method.md ("Verdicts").
@@ -18,10 +18,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from .chapter.estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
-from .chapter.sampling import at_coordinate
+from ..errors import GradCheckError, ReadOnlyArray
 from .dtypes import PROBE_DTYPES, ProbeDtype
-from .errors import GradCheckError, ReadOnlyArray
+from .estimator import CentralDifference, difference_from_values, evaluated_value, probe_geometry
+from .sampling import at_coordinate
 
 __all__ = [
     "ProbeColumns",
@@ -73,7 +73,7 @@ def index_columns(offsets: np.ndarray, shape: tuple) -> tuple:
 def plan_columns(array: np.ndarray, gradient: np.ndarray, offsets, dtype: ProbeDtype, step: float | None, probes=True):
     """θ and the analytic value at ``offsets`` (both already validated finite), and, with ``probes``,
     the probes at the requested ``step`` (None: the dtype's default) validated like
-    :func:`~gradcheck_cli.dtypes.dtype_perturbations`: the first invalid one is its typed error in
+    :func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`: the first invalid one is its typed error in
     AtCoordinate."""
     offsets = np.asarray(offsets, dtype=np.intp).reshape(-1)
     index = index_columns(offsets, array.shape)
