@@ -10,30 +10,45 @@ numpy takes of the whole array, to the last bit.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
 
-__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks", "scratch"]
+__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks", "scratch", "scratch_pass"]
 
 #: Elements a block holds at most: a float64 temporary of 512 KiB.
 BLOCK = 1 << 16
 
 
-_SCRATCH = threading.local()  # each thread's block temporaries, by name and dtype
+_SCRATCH = threading.local()  # each thread's block temporaries, by pass depth, name and dtype
 
 
 def scratch(name: str, count: int, dtype=np.float64) -> np.ndarray:
     """A temporary of min(``count``, BLOCK) elements, the same memory at each call with these ``name``
-    and ``dtype`` in this thread: a pass reuses the pages of the last one instead of having fresh
-    ones mapped (a few MiB a thread, kept). A pass calls no user code, so none is used twice at once."""
+    and ``dtype`` in this thread and at this :func:`scratch_pass` depth: a pass reuses the pages of the
+    last one instead of having fresh ones mapped (a few MiB a thread, kept)."""
     size = min(BLOCK, count)
-    buffers = _SCRATCH.__dict__.setdefault("buffers", {})
-    key = (name, np.dtype(dtype))
+    local = _SCRATCH.__dict__
+    buffers = local.setdefault("buffers", {})
+    key = (local.get("depth", 0), name, np.dtype(dtype))
     buffer = buffers.get(key)
     if buffer is None or len(buffer) < size:
         buffer = buffers[key] = np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype)
     return buffer[:size]
+
+
+@contextlib.contextmanager
+def scratch_pass():
+    """A whole-array pass's hold on this thread's temporaries. A pass calls no user code, but a signal
+    handler or a finalizer can run a check in its middle, in the same thread: that check's passes are
+    one level deeper and get temporaries of their own."""
+    local = _SCRATCH.__dict__
+    local["depth"] = local.get("depth", 0) + 1
+    try:
+        yield
+    finally:
+        local["depth"] -= 1
 
 
 def block_bounds(count: int, block: int = BLOCK) -> list:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, tree_sum
+from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, scratch_pass, tree_sum
 from .chapter.estimator import evaluated_value
 from .chapter.tensors import write_back
 from .errors import NonFiniteEvaluation, ReadOnlyArray
@@ -330,10 +330,11 @@ def _written_plus(
     None, part written, when a probe overflows or no element moves; with ``compare``, _CHANGED,
     part written, when a block of ``array`` differs from ``saved`` in its bits before it is written."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
-    buffers = _Buffers(array.size, array.dtype)
     counting = not direction.moves_everywhere(multiplier, _epsilon(array.dtype))
     dots, squares, moved = [], [], 0 if counting else 2 * array.size
-    with np.errstate(all="ignore"):  # a probe or a gradient near the float limit overflows to inf, not to a warning
+    # A probe or a gradient near the float limit overflows to inf, not to a warning.
+    with np.errstate(all="ignore"), scratch_pass():
+        buffers = _Buffers(array.size, array.dtype)
         for start, stop in bounds:
             if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
                 return _CHANGED
@@ -383,10 +384,10 @@ def _write_minus(array, saved, analytic, direction: Direction, multiplier: float
     """θ − m·Δ written into ``array`` block by block (over whatever the last probe left there);
     with ``scale``, the sum of its squared products scaled by the largest, a block at a time."""
     target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
-    buffers = _Buffers(array.size, array.dtype)
     largest = scale.largest() if scale is not None else 0.0
     weigh = largest > 0.0 and math.isfinite(largest)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), scratch_pass():
+        buffers = _Buffers(array.size, array.dtype)
         for start, stop in bounds:
             exact = source.float64(start, stop, buffers.exact)
             step = _magnitudes(exact, direction, multiplier, buffers.step)

@@ -60,6 +60,7 @@ __all__ = [
     "parameter_name",
     "selected_names",
     "reject_shared_memory",
+    "sharing_memory",
     "validated_whole_gradients",
     "reject_non_finite",
 ]
@@ -214,6 +215,19 @@ def reject_shared_memory(parameters: Mapping, names) -> None:
             if other != name and _overlap(value, array):
                 first, second = sorted((name, other), key=order.__getitem__)
                 raise SharedMemory(role="parameters", first=first, second=second)
+
+
+def sharing_memory(arrays: Mapping, others: Mapping) -> set:
+    """The keys of ``arrays`` whose array shares memory with an array of ``others`` (the same sweep of
+    byte extents as :func:`reject_shared_memory`, then the exact test of each intersecting pair)."""
+    tagged = [((0, key), value) for key, value in arrays.items()]
+    tagged += [((1, key), value) for key, value in others.items() if isinstance(value, np.ndarray)]
+    candidates = _extent_candidates(tagged, {tag for tag, _ in tagged if tag[0] == 0})
+    return {
+        tag[1]
+        for tag, partners in candidates.items()
+        if any(other[0] == 1 and _overlap(arrays[tag[1]], array) for other, array in partners)
+    }
 
 
 def _extent_candidates(arrays: list, selected: set) -> dict:

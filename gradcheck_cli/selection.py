@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .blocks import FlatBlocks, block_bounds, scratch
+from .blocks import FlatBlocks, block_bounds, scratch, scratch_pass
 from .chapter.sampling import (
     CHECKED_COORDINATE_BYTES,
     SampledCoordinate,
@@ -93,7 +93,11 @@ def largest_entries(gradient: np.ndarray, count: int, non_finite: Callable | Non
     ascending. One pass a block at a time, keeping the best ``count`` so far; ``non_finite()``, if
     given, is called at the first block that holds a NaN or an infinity (the pass that selects is the
     one that checks the gradient: ``count`` 0 only checks)."""
-    blocks, size = FlatBlocks(gradient), int(gradient.size)
+    with scratch_pass():
+        return _largest_entries(FlatBlocks(gradient), int(gradient.size), count, non_finite)
+
+
+def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Callable | None) -> tuple:
     values, offsets = np.zeros(0), np.zeros(0, dtype=np.int64)
     buffer = scratch("magnitudes", size)
     threshold = 0.0 if count > 0 else math.inf  # an entry must exceed it: nonzero, then the count-th best so far

@@ -12,6 +12,7 @@ import multiprocessing
 import operator
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -499,9 +500,14 @@ def cluster():
     import dask
     import distributed
 
+    # The scheduler's HTTP server listens at 8787 unless told otherwise (None is that default), and
+    # warns when another suite's cluster holds it: a free port of the loopback interface instead.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         local = distributed.LocalCluster(
-            processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+            processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=f"127.0.0.1:{port}"
         )
     client = distributed.Client(local, set_as_default=False)
     try:

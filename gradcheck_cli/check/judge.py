@@ -335,11 +335,7 @@ def judge_parameter(
         k: _judge_coordinate(item, k, center, differences, jitter, resolution, primary, noise)
         for k, differences in confirmed.items()
     }
-    # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
-    slim = ProbedParameter(
-        dataclasses.replace(planned, array=None, gradient=None), item.minus_values, item.plus_values, item.slopes
-    )
-    checks = CoordinateChecks(PrimaryReading(slim, center, jitter, resolution, primary), judged)
+    checks = CoordinateChecks(PrimaryReading(_slim(item), center, jitter, resolution, primary), judged)
     resolution = Resolution(gradient=direction_scale, check=largest[1])
     directional = _judge_direction(item, counted, jitter, resolution, noise)
     verdict = verdict_of(checks.verdicts() | {directional.verdict})
@@ -369,6 +365,13 @@ def judge_parameter(
         directional=directional,
         diagnosis=diagnosis,
     )
+
+
+def _slim(item: ProbedParameter) -> ProbedParameter:
+    """``item`` without its arrays: the records are built from what they show, and a report that is
+    kept must keep no copy of θ (nor θ, its snapshot or its gradient)."""
+    planned = dataclasses.replace(item.planned, array=None, gradient=None, snapshot=None)
+    return ProbedParameter(planned, item.minus_values, item.plus_values, item.slopes)
 
 
 def _unchanged(item: ProbedParameter, center: float, directional: DirectionalCheck) -> bool:

@@ -49,7 +49,7 @@ from ..errors import (
     ZeroSamples,
 )
 from ..formatting import rust_list
-from ..problem import reject_non_finite, reject_shared_memory, selected_names
+from ..problem import reject_non_finite, reject_shared_memory, selected_names, sharing_memory
 from ..selection import SAMPLERS, largest_count, largest_entries, select_offsets
 
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
@@ -124,7 +124,20 @@ def plan_check(objective, parameters, gradients, options: CheckOptions) -> list:
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
     reject_shared_memory(parameters, selected)
-    return plan
+    return _gradients_apart(plan, parameters)
+
+
+def _gradients_apart(plan: list, parameters: Mapping) -> list:
+    """The plan with each analytic gradient that shares memory with a parameter array copied: it is the
+    gradient at θ (f = ½‖w‖² has gradient w, and the very array may be handed as both), and the probes
+    write into θ."""
+    shared = sharing_memory({planned.name: planned.gradient for planned in plan}, parameters)
+    return [
+        dataclasses.replace(planned, gradient=np.array(planned.gradient, copy=True))
+        if planned.name in shared
+        else planned
+        for planned in plan
+    ]
 
 
 def _validated(options: CheckOptions, parameters: Mapping) -> CheckOptions:
