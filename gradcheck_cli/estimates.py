@@ -20,6 +20,7 @@ from .judge import (
     ErrorBar,
     JudgedEstimate,
     Resolution,
+    Standard,
     verdict_passes,
 )
 
@@ -29,7 +30,6 @@ __all__ = [
     "stencil_estimates",
     "PrimaryColumns",
     "primary_columns",
-    "passes",
     "sensitivity_floors",
     "floor_factor",
     "value_epsilons",
@@ -212,27 +212,11 @@ def primary_columns(
     epsilons = value_epsilons(minus_values, center, plus_values, epsilon, points)
     floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
-        passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
+        passed = verdict_passes(estimates, floor, Standard(tolerance, Resolution(gradient=resolution, check=0.0)))
     # f bit-identical at every probe of the parameter is no evidence for a nonzero gradient: confirm.
     if np.all(minus_values == center) and np.all(plus_values == center):
         passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution
     return PrimaryColumns(estimates, floor, passed)
-
-
-def passes(estimates, tolerance: float, limit, resolution: Resolution):
-    """Where the estimates agree within ``limit``, or, where they cannot resolve a relative
-    comparison, within the resolution of the gradients that matter (docs/method.md, "Verdicts")."""
-    return verdict_passes(
-        estimates.analytic,
-        estimates.numerical,
-        estimates.bar,
-        estimates.scale,
-        estimates.relative_error,
-        estimates.consistent,
-        limit,
-        tolerance,
-        resolution,
-    )
 
 
 def sensitivity_floors(steps, theta, epsilons, tolerance: float, factor: float = FLOOR_FACTOR) -> np.ndarray:

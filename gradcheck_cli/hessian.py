@@ -26,6 +26,7 @@ from .judge import (
     CONFIRMATION_FACTORS,
     JudgedEstimate,
     Resolution,
+    Standard,
     judge_confirmed,
     judge_primary,
     with_step_sensitivity,
@@ -321,7 +322,11 @@ def _first_judgements(probe, center, epsilon, tolerance, largest, h) -> dict:
     judged = {}
     for flat in range(analytic.size):
         estimate = _estimate(probe, flat, center, 1.0, epsilon, h)
-        judged[flat] = ((estimate,), judge_primary(estimate, tolerance, resolution, unit="multiplier"), resolution)
+        judged[flat] = (
+            (estimate,),
+            judge_primary(estimate, Standard(tolerance, resolution, unit="multiplier")),
+            resolution,
+        )
     return judged
 
 
@@ -334,7 +339,7 @@ def _confirmed(name, judged, probes, center, epsilon, tolerance, h) -> dict:
                 _estimate(probes[factor][name], flat, center, factor, epsilon, h) for factor in CONFIRMATION_FACTORS
             )
             estimates = with_step_sensitivity((*estimates, *extra))
-            judgement = judge_confirmed(estimates, tolerance, resolution, unit="multiplier")
+            judgement = judge_confirmed(estimates, Standard(tolerance, resolution, unit="multiplier"))
         confirmed[flat] = (estimates, judgement, resolution)
     return confirmed
 

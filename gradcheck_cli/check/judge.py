@@ -43,8 +43,10 @@ from ..judge import (
     KINK,
     PASSED,
     ROUNDING_FACTOR,
+    Evidence,
     Judgement,
     Resolution,
+    Standard,
     agreement,
     judge_confirmed,
     judge_primary,
@@ -160,17 +162,14 @@ def _confirmed(
     estimates = with_step_sensitivity(
         [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
     )
-    judgement = judge_confirmed(
-        estimates,
-        planned.tolerance,
-        resolution,
-        floor=floor,
+    evidence = Evidence(
         collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
         precision=planned.dtype.name,
         values_precision=_values_precision(planned, difference),
         noise=noise.units,
         rounding_zero=_rounding_zero(item, center, resolution),
     )
+    judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor), evidence)
     return estimates, judgement
 
 
@@ -227,7 +226,8 @@ def _judge_direction(
     floor, judgement = planned.tolerance, None
     if probes:
         floor = _direction_floor(planned, probes[0], center, epsilon)
-        judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
+        standard = Standard(planned.tolerance, resolution, floor, "multiplier")
+        judgement = judge_primary(estimate(probes[0]), standard)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = probe_parameter_direction(planned, item.original, item.displacement, factor, counted)
@@ -244,17 +244,13 @@ def _judge_direction(
         )
     elif judgement is None:
         estimates = with_step_sensitivity(estimates)
-        judgement = judge_confirmed(
-            estimates,
-            planned.tolerance,
-            resolution,
-            "multiplier",
-            floor=floor,
+        evidence = Evidence(
             collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
             precision=planned.dtype.name,
             noise=noise.units,
             rounding_zero=_rounding_zero(item, center, resolution),
         )
+        judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor, "multiplier"), evidence)
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
