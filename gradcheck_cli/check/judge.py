@@ -68,7 +68,9 @@ from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, Kin
 
 @dataclass(frozen=True, eq=False)
 class PrimaryReading:
-    """Coordinate k's record read from the ``primary`` columns at h, as :class:`CoordinateChecks` asks."""
+    """What a parameter's coordinates are judged with: the probed ``item``, f(θ) ``center``, the
+    ``jitter``, the ``resolution`` and the ``primary`` columns at h. Called with k, coordinate k's
+    record read from the primary columns, as :class:`CoordinateChecks` asks."""
 
     item: ProbedParameter
     center: float
@@ -77,22 +79,16 @@ class PrimaryReading:
     primary: PrimaryColumns
 
     def __call__(self, k: int) -> CoordinateCheck:
-        return _judge_coordinate(self.item, k, self.center, None, self.jitter, self.resolution, self.primary)
+        return _judge_coordinate(self, k)
 
 
 def _judge_coordinate(
-    item: ProbedParameter,
-    k: int,
-    center: float,
-    differences,
-    jitter: float,
-    resolution: Resolution,
-    primary: PrimaryColumns,
-    noise: ObservedNoise | None = None,
+    reading: PrimaryReading, k: int, differences=None, noise: ObservedNoise | None = None
 ) -> CoordinateCheck:
-    """Coordinate k's record, read from the ``primary`` columns at h when it passes there
+    """Coordinate k's record, read from the ``reading``'s primary columns at h when it passes there
     (``differences`` None); else judged from its ``differences`` at every step (:func:`confirmations`),
     every bar carrying the parameter's observed ``noise``."""
+    item, center = reading.item, reading.center
     planned = item.planned
     index = planned.columns.coordinate(k)
     difference = (
@@ -107,14 +103,12 @@ def _judge_coordinate(
         slopes = compare_one_sided_slopes(difference, kink_tolerance)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
-    estimates = (primary.estimate(k),)
-    floor = float(primary.floor[k])
     if differences is None:
+        estimates = (reading.primary.estimate(k),)
+        floor = float(reading.primary.floor[k])
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
-        estimates, judgement = _confirmed(
-            item, center, differences, difference, analytic, jitter, resolution, estimates, floor, noise
-        )
+        estimates, judgement = _confirmed(reading, k, differences, noise)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
         flat_index=int(planned.columns.offsets[k]),
@@ -126,23 +120,13 @@ def _judge_coordinate(
     )
 
 
-def _confirmed(
-    item: ProbedParameter,
-    center: float,
-    differences,
-    difference: CentralDifference,
-    analytic: float,
-    jitter: float,
-    resolution: Resolution,
-    estimates: tuple,
-    floor: float,
-    noise: ObservedNoise | None,
-) -> tuple:
-    """A coordinate that did not pass at h, judged from its ``differences`` at every step
-    (``difference`` the one at h): its estimates (the primary one in ``estimates`` first, unless
-    the observed ``noise`` recomputes it) and the :class:`Judgement`; ``floor`` the primary floor,
-    raised by the noise when there is any."""
-    planned = item.planned
+def _confirmed(reading: PrimaryReading, k: int, differences: list, noise: ObservedNoise | None) -> tuple:
+    """Coordinate k, which did not pass at h, judged from its ``differences`` at every step (the
+    first at h): its estimates (the primary one first, unless the observed ``noise`` recomputes
+    it) and the :class:`Judgement`, at the primary floor, raised by the noise when there is any."""
+    item, center, jitter, resolution = reading.item, reading.center, reading.jitter, reading.resolution
+    planned, difference = item.planned, differences[0]
+    analytic, floor = float(planned.columns.analytic[k]), float(reading.primary.floor[k])
     noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
     if noise.units:
         epsilons = value_epsilons(
@@ -158,7 +142,7 @@ def _confirmed(
         jitter=jitter,
         kink_tolerance=_kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point),
     )
-    first = estimates if not noise.units else ()
+    first = (reading.primary.estimate(k),) if not noise.units else ()
     estimates = with_step_sensitivity(
         [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
     )
@@ -327,10 +311,8 @@ def judge_parameter(
     center = counted.centers[0]
     confirmed = {k: confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
     noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
-    judged = {
-        k: _judge_coordinate(item, k, center, differences, jitter, resolution, primary, noise)
-        for k, differences in confirmed.items()
-    }
+    reading = PrimaryReading(item, center, jitter, resolution, primary)
+    judged = {k: _judge_coordinate(reading, k, differences, noise) for k, differences in confirmed.items()}
     # The records are built from what they show, not from the arrays: the report keeps no copy of θ.
     slim = ProbedParameter(
         dataclasses.replace(planned, array=None, gradient=None), item.minus_values, item.plus_values, item.slopes
