@@ -25,8 +25,10 @@ from ..errors import (
     GradCheckError,
 )
 from ..estimates import (
+    NoiseModel,
     ObservedNoise,
     PrimaryColumns,
+    ProbeValues,
     floor_factor,
     observed_noise,
     primary_columns,
@@ -135,13 +137,8 @@ def _confirmed(reading: PrimaryReading, k: int, differences: list, noise: Observ
         factor = floor_factor(planned.columns.analytic, planned.dtype)
         step, point = difference.requested_step, difference.point
         floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
-    confirmations = stencil_estimates(
-        differences,
-        analytic,
-        epsilon=noise.epsilon,
-        jitter=jitter,
-        kink_tolerance=_kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point),
-    )
+    kink_tolerance = _kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point)
+    confirmations = stencil_estimates(differences, analytic, NoiseModel(noise.epsilon, jitter, kink_tolerance))
     first = (reading.primary.estimate(k),) if not noise.units else ()
     estimates = with_step_sensitivity(
         [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
@@ -295,20 +292,14 @@ def judge_parameter(
     planned, columns = item.planned, item.planned.columns
     resolution = Resolution(gradient=largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
+    center = counted.centers[0]
     primary = primary_columns(
         columns,
-        item.minus_values,
-        counted.centers[0],
-        item.plus_values,
-        item.slopes,
-        epsilon=planned.dtype.epsilon,
-        jitter=jitter,
-        tolerance=planned.tolerance,
-        kink_tolerance=kink_tolerances,
-        resolution=resolution.gradient,
-        floor_factor=floor_factor(columns.analytic, planned.dtype),
+        ProbeValues(item.minus_values, center, item.plus_values, item.slopes),
+        NoiseModel(planned.dtype.epsilon, jitter, kink_tolerances),
+        Standard(planned.tolerance, resolution),
+        floor_factor(columns.analytic, planned.dtype),
     )
-    center = counted.centers[0]
     confirmed = {k: confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
     noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
     reading = PrimaryReading(item, center, jitter, resolution, primary)
