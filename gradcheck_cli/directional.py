@@ -17,7 +17,7 @@ from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, tree_sum
 from .chapter.estimator import evaluated_value
 from .chapter.tensors import write_back
 from .errors import NonFiniteEvaluation, ReadOnlyArray
-from .estimates import estimate_columns, value_epsilons
+from .estimates import NoiseModel, estimate_columns, value_epsilons
 from .judge import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
@@ -413,15 +413,10 @@ def _write_minus(probing: DirectionalProbing, multiplier: float, bounds: list, s
 
 
 def directional_estimate(
-    probe: DirectionalProbe,
-    center: float,
-    epsilon: float,
-    jitter: float,
-    kink_tolerance: float,
-    scale: float,
-    own_scale: float,
+    probe: DirectionalProbe, center: float, noise: NoiseModel, scale: float, own_scale: float
 ) -> JudgedEstimate:
-    """The probe's JudgedEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
+    """The probe's JudgedEstimate: per unit multiplier, bar from |f| (at the ``noise``'s ε) and its
+    jitter, slopes against f(θ) at its kink tolerance.
 
     ``scale`` is the largest directional scale of the check, against which the slopes are compared;
     ``own_scale`` this direction's ‖g∘Δ‖₂ read from the numerical side (docs/method.md, "The
@@ -431,9 +426,10 @@ def directional_estimate(
     numerical = (probe.plus_value - probe.minus_value) / (2 * m)
     left, right = (center - probe.minus_value) / m, (probe.plus_value - center) / m
     largest = max(abs(probe.minus_value), abs(center), abs(probe.plus_value))
-    epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)[0])
-    noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
-    consistent = slopes_agree(left, right, kink_tolerance, max(scale, own_scale), noise)
+    epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], noise.epsilon)[0])
+    jitter = noise.jitter
+    slope_noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
+    consistent = slopes_agree(left, right, noise.kink_tolerance, max(scale, own_scale), slope_noise)
     return estimate_columns(
         m,
         probe.analytic,

@@ -201,7 +201,9 @@ def _judge_direction(
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(probe, center, epsilon, jitter, kink_tolerance, scale, resolution.gradient)
+        return directional_estimate(
+            probe, center, NoiseModel(epsilon, jitter, kink_tolerance), scale, resolution.gradient
+        )
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
