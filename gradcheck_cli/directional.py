@@ -17,7 +17,7 @@ from .blocks import BLOCK, FlatBlocks, block_bounds, scratch, scratch_pass, tree
 from .chapter.estimator import evaluated_value
 from .chapter.tensors import write_back
 from .errors import NonFiniteEvaluation, ReadOnlyArray
-from .estimates import estimate_columns, value_epsilons
+from .estimates import NoiseModel, estimate_columns, value_epsilons
 from .judge import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
@@ -29,6 +29,7 @@ __all__ = [
     "DirectionalCheck",
     "direction_signs",
     "DirectionalProbe",
+    "DirectionalProbing",
     "probe_direction",
 ]
 
@@ -201,21 +202,30 @@ class DirectionScale:
         return largest * math.sqrt(tree_sum(self.squares, count))
 
 
+@dataclass(frozen=True, slots=True)
+class DirectionalProbing:
+    """What every probe of a parameter's directional test writes and reads: the parameter's
+    ``array`` (θ, probed in place), ``saved``, its copy (same dtype and values, any layout) from
+    which ``array`` is restored after each call, the ``analytic`` gradient, the ``direction`` Δ,
+    and ``evaluate``, f at whatever ``array`` holds."""
+
+    array: np.ndarray
+    saved: np.ndarray
+    analytic: np.ndarray
+    direction: Direction
+    evaluate: Callable[[], float]
+
+
 def probe_direction(
-    array: np.ndarray,
-    saved: np.ndarray,
-    analytic: np.ndarray,
-    direction: Direction,
+    probing: DirectionalProbing,
     multiplier: float,
-    evaluate: Callable[[], float],
     required: bool = False,
     scale: DirectionScale | None = None,
     changed: BaseException | None = None,
 ) -> DirectionalProbe | None:
     """Evaluate f at the rounded θ ± multiplier·Δ; None when those probes are unusable.
 
-    ``saved`` is a copy of ``array`` (same dtype and values, any layout), from which ``array``
-    is restored after each call, on every path. Unusable: a probe overflows the dtype, no element
+    The array is restored from the saved copy after each call, on every path. Unusable: a probe overflows the dtype, no element
     moves, or f is not finite there (NonFiniteEvaluation when ``required``: the first pass's probes,
     like a coordinate's own); a value that is not one real number is NonScalarEvaluation. With
     ``scale`` (multiplier 1), its ‖ĝ∘Δ‖₂ is taken in the same passes. With ``changed``, ``array``
@@ -223,10 +233,10 @@ def probe_direction(
     block is written: where they differ, ``array`` is restored and ``changed`` raised. Every
     pass goes a block at a time (:mod:`gradcheck_cli.blocks`): beside the arrays, a few blocks.
     """
-    count = array.size
-    bounds = block_bounds(count)
+    array, saved, evaluate = probing.array, probing.saved, probing.evaluate
+    bounds = block_bounds(array.size)
     try:
-        sums = _written_plus(array, saved, analytic, direction, multiplier, bounds, scale, changed is not None)
+        sums = _written_plus(probing, multiplier, bounds, scale, changed is not None)
         if sums is _CHANGED:
             write_back(array, Ellipsis, saved)
             raise changed
@@ -242,7 +252,7 @@ def probe_direction(
         raise ReadOnlyArray(role="parameters", during_check=True)
     try:
         plus_value = evaluated_value("plus", plus_value)
-        _write_minus(array, saved, analytic, direction, multiplier, bounds, scale)
+        _write_minus(probing, multiplier, bounds, scale)
         minus_value = evaluate()
     except NonFiniteEvaluation:
         write_back(array, Ellipsis, saved)
@@ -272,11 +282,14 @@ def probe_direction(
 
 
 class _Buffers:
-    """The float64 (and dtype) temporaries of one pass, a block each (:func:`~gradcheck_cli.blocks.scratch`)."""
+    """The ``target`` of one pass (the probed array, a block at a time) and the pass's float64 (and
+    dtype) temporaries, a block each (:func:`~gradcheck_cli.blocks.scratch`)."""
 
-    __slots__ = ("exact", "step", "plus", "minus", "weights", "bits", "own")
+    __slots__ = ("target", "exact", "step", "plus", "minus", "weights", "bits", "own")
 
-    def __init__(self, count: int, dtype):
+    def __init__(self, target: FlatBlocks):
+        count, dtype = target.array.size, target.array.dtype
+        self.target = target
         self.exact, self.step, self.plus, self.minus, self.weights = (
             scratch(name, count) for name in ("exact", "step", "plus", "minus", "weights")
         )
@@ -308,9 +321,11 @@ def _rounded(operation, exact, step, own, buffer) -> np.ndarray:
     return own
 
 
-def _written(target: FlatBlocks, start: int, operation, exact, step, buffers: _Buffers, size: int) -> np.ndarray:
-    """The probe θ ± Δ of elements start:start+size written into ``target``, rounded into its dtype:
-    the values written (a view of the array where it is C-contiguous, computed straight into it)."""
+def _written(buffers: _Buffers, start: int, operation, exact, step) -> np.ndarray:
+    """The probe θ ± Δ (``operation`` of the block's ``exact`` θ and ``step``) of elements
+    start:start+size written into the pass's target, rounded into its dtype: the values written (a
+    view of the array where it is C-contiguous, computed straight into it)."""
+    target, size = buffers.target, len(exact)
     view = target.view(start, start + size)
     if view is not None and view.dtype in (np.float64, np.float32):
         return operation(exact, step, out=view, casting="same_kind")
@@ -323,18 +338,17 @@ def _written(target: FlatBlocks, start: int, operation, exact, step, buffers: _B
 _CHANGED = object()  # what _written_plus returns when the array no longer holds the snapshot's bits
 
 
-def _written_plus(
-    array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None, compare=False
-):
-    """θ + m·Δ written into ``array`` block by block, and (Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))², moved);
+def _written_plus(probing: DirectionalProbing, multiplier: float, bounds: list, scale=None, compare=False):
+    """θ + m·Δ written into the array block by block, and (Σ a·(Δ₊ + Δ₋), Σ (a·(Δ₊ + Δ₋))², moved);
     None, part written, when a probe overflows or no element moves; with ``compare``, _CHANGED,
-    part written, when a block of ``array`` differs from ``saved`` in its bits before it is written."""
-    target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
+    part written, when a block of the array differs from the saved copy in its bits before it is written."""
+    array, direction = probing.array, probing.direction
+    target, source, gradient = FlatBlocks(array), FlatBlocks(probing.saved), FlatBlocks(probing.analytic)
     counting = not direction.moves_everywhere(multiplier, _epsilon(array.dtype))
     dots, squares, moved = [], [], 0 if counting else 2 * array.size
     # A probe or a gradient near the float limit overflows to inf, not to a warning.
     with np.errstate(all="ignore"), scratch_pass():
-        buffers = _Buffers(array.size, array.dtype)
+        buffers = _Buffers(target)
         for start, stop in bounds:
             if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
                 return _CHANGED
@@ -344,9 +358,7 @@ def _written_plus(
             if scale is not None:
                 scale.maxima.append(np.max(scale.products(gradient, start, stop, step, buffers.weights)))
             step = direction.signed(start, step, buffers.bits)
-            plus_shift = np.subtract(
-                _written(target, start, np.add, exact, step, buffers, n), exact, out=buffers.plus[:n]
-            )
+            plus_shift = np.subtract(_written(buffers, start, np.add, exact, step), exact, out=buffers.plus[:n])
             minus = _rounded(
                 np.subtract, exact, step, None if buffers.own is None else buffers.own[:n], buffers.minus[:n]
             )
@@ -380,14 +392,14 @@ def _block_sums(shifts: np.ndarray, gradient: np.ndarray, out: np.ndarray):
     return dot, float(np.sum(np.multiply(products, products, out=products), dtype=np.float64))
 
 
-def _write_minus(array, saved, analytic, direction: Direction, multiplier: float, bounds: list, scale=None):
-    """θ − m·Δ written into ``array`` block by block (over whatever the last probe left there);
+def _write_minus(probing: DirectionalProbing, multiplier: float, bounds: list, scale=None):
+    """θ − m·Δ written into the array block by block (over whatever the last probe left there);
     with ``scale``, the sum of its squared products scaled by the largest, a block at a time."""
-    target, source, gradient = FlatBlocks(array), FlatBlocks(saved), FlatBlocks(analytic)
+    direction, source, gradient = probing.direction, FlatBlocks(probing.saved), FlatBlocks(probing.analytic)
     largest = scale.largest() if scale is not None else 0.0
     weigh = largest > 0.0 and math.isfinite(largest)
     with np.errstate(all="ignore"), scratch_pass():
-        buffers = _Buffers(array.size, array.dtype)
+        buffers = _Buffers(FlatBlocks(probing.array))
         for start, stop in bounds:
             exact = source.float64(start, stop, buffers.exact)
             step = _magnitudes(exact, direction, multiplier, buffers.step)
@@ -398,21 +410,14 @@ def _write_minus(array, saved, analytic, direction: Direction, multiplier: float
                     out=buffers.weights[: stop - start],
                 )
                 scale.squares.append(float(np.sum(np.square(scaled, out=scaled))))
-            _written(
-                target, start, np.subtract, exact, direction.signed(start, step, buffers.bits), buffers, stop - start
-            )
+            _written(buffers, start, np.subtract, exact, direction.signed(start, step, buffers.bits))
 
 
 def directional_estimate(
-    probe: DirectionalProbe,
-    center: float,
-    epsilon: float,
-    jitter: float,
-    kink_tolerance: float,
-    scale: float,
-    own_scale: float,
+    probe: DirectionalProbe, center: float, noise: NoiseModel, scale: float, own_scale: float
 ) -> JudgedEstimate:
-    """The probe's JudgedEstimate: per unit multiplier, bar from |f| and the jitter, slopes against f(θ).
+    """The probe's JudgedEstimate: per unit multiplier, bar from |f| (at the ``noise``'s ε) and its
+    jitter, slopes against f(θ) at its kink tolerance.
 
     ``scale`` is the largest directional scale of the check, against which the slopes are compared;
     ``own_scale`` this direction's ‖g∘Δ‖₂ read from the numerical side (docs/method.md, "The
@@ -422,9 +427,10 @@ def directional_estimate(
     numerical = (probe.plus_value - probe.minus_value) / (2 * m)
     left, right = (center - probe.minus_value) / m, (probe.plus_value - center) / m
     largest = max(abs(probe.minus_value), abs(center), abs(probe.plus_value))
-    epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], epsilon)[0])
-    noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
-    consistent = slopes_agree(left, right, kink_tolerance, max(scale, own_scale), noise)
+    epsilon = float(value_epsilons([probe.minus_value], center, [probe.plus_value], noise.epsilon)[0])
+    jitter = noise.jitter
+    slope_noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
+    consistent = slopes_agree(left, right, noise.kink_tolerance, max(scale, own_scale), slope_noise)
     return estimate_columns(
         m,
         probe.analytic,

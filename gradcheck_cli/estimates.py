@@ -19,17 +19,18 @@ from .judge import (
     ROUNDING_FACTOR,
     ErrorBar,
     JudgedEstimate,
-    Resolution,
+    Standard,
     verdict_passes,
 )
 
 __all__ = [
+    "NoiseModel",
+    "ProbeValues",
     "EstimateColumns",
     "estimate_columns",
     "stencil_estimates",
     "PrimaryColumns",
     "primary_columns",
-    "passes",
     "sensitivity_floors",
     "floor_factor",
     "value_epsilons",
@@ -37,6 +38,28 @@ __all__ = [
     "observed_noise",
     "series_noise",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseModel:
+    """What an estimate's bar and its slopes allow for: ``epsilon``, what each value of f is trusted
+    to relative to |f|; the ``jitter`` of f(θ); the one-sided slopes' ``kink_tolerance`` (a number
+    or a column)."""
+
+    epsilon: float
+    jitter: float
+    kink_tolerance: object
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeValues:
+    """f at each estimate's θ−h (``minus``), θ (``center``: one number, or a column) and θ+h
+    (``plus``), and the one-sided ``slopes`` and estimate they give (:class:`SlopeColumns`)."""
+
+    minus: np.ndarray
+    center: object
+    plus: np.ndarray
+    slopes: SlopeColumns
 
 
 @dataclass(frozen=True)
@@ -101,51 +124,58 @@ def estimate_columns(step, analytic, numerical, *, largest_value, epsilons, jitt
     )
 
 
-def stencil_estimates(differences: list, analytic: float, *, epsilon: float, jitter: float, kink_tolerance):
+def stencil_estimates(differences: list, analytic: float, noise: NoiseModel):
     """The EstimateColumns of one coordinate's CentralDifferences (its confirmation steps)."""
     fields = ("minus_value", "center_value", "plus_value", "left_slope", "right_slope", "derivative")
     fields += ("minus_spacing", "plus_spacing", "left_weight", "right_weight", "requested_step")
     fields += ("minus_point", "point", "plus_point")
     values = {name: np.array([getattr(d, name) for d in differences], dtype=np.float64) for name in fields}
+    steps = ProbeColumns(  # one coordinate at each of its steps: no selection, no offsets
+        shape=(),
+        offsets=None,
+        theta=values["point"],
+        analytic=analytic,
+        step=values["requested_step"],
+        minus_point=values["minus_point"],
+        plus_point=values["plus_point"],
+        minus_spacing=values["minus_spacing"],
+        plus_spacing=values["plus_spacing"],
+        left_weight=values["left_weight"],
+        right_weight=values["right_weight"],
+    )
+    slopes = SlopeColumns(values["left_slope"], values["right_slope"], values["derivative"], None)
     return _stencil_columns(
-        values["requested_step"],
-        analytic,
-        values["minus_value"],
-        values["center_value"],
-        values["plus_value"],
-        SlopeColumns(values["left_slope"], values["right_slope"], values["derivative"], None),
-        (values["minus_spacing"], values["plus_spacing"], values["left_weight"], values["right_weight"]),
-        epsilon=epsilon,
-        jitter=jitter,
-        kink_tolerance=kink_tolerance,
-        points=(values["minus_point"], values["point"], values["plus_point"]),
+        steps, ProbeValues(values["minus_value"], values["center_value"], values["plus_value"], slopes), noise
     )
 
 
-def _stencil_columns(
-    step, analytic, minus_values, center, plus_values, slopes, stencil, *, epsilon, jitter, kink_tolerance, points
-):
-    """Three-point estimates' columns: the bar over the stencil's gain, the slopes at the kink tolerance
-    (``points`` the probes and θ, for :func:`value_epsilons`)."""
-    minus_spacing, plus_spacing, left_weight, right_weight = stencil
+def _stencil_columns(columns: ProbeColumns, values: ProbeValues, noise: NoiseModel):
+    """Three-point estimates' columns at the ``columns``' steps and probes: the bar over the
+    stencil's gain, the slopes at the kink tolerance."""
     with np.errstate(all="ignore"):
-        left, right = slopes.left, slopes.right
+        left, right = values.slopes.left, values.slopes.right
         slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
-        consistent = np.abs(left / slope_scale - right / slope_scale) <= kink_tolerance
-        largest_value = np.maximum(np.maximum(np.abs(minus_values), np.abs(center)), np.abs(plus_values))
-        left_gain = left_weight / minus_spacing
-        right_gain = right_weight / plus_spacing
+        consistent = np.abs(left / slope_scale - right / slope_scale) <= noise.kink_tolerance
+        largest_value = np.maximum(np.maximum(np.abs(values.minus), np.abs(values.center)), np.abs(values.plus))
+        left_gain = columns.left_weight / columns.minus_spacing
+        right_gain = columns.right_weight / columns.plus_spacing
         gain = left_gain + right_gain + np.abs(left_gain - right_gain)
     return estimate_columns(
-        step,
-        analytic,
-        slopes.derivative,
+        columns.step,
+        columns.analytic,
+        values.slopes.derivative,
         largest_value=largest_value,
-        epsilons=value_epsilons(minus_values, center, plus_values, epsilon, points),
-        jitter=jitter,
+        epsilons=_value_epsilons(columns, values, noise.epsilon),
+        jitter=noise.jitter,
         gain=gain,
         consistent=consistent,
     )
+
+
+def _value_epsilons(columns: ProbeColumns, values: ProbeValues, epsilon: float):
+    """:func:`value_epsilons` of the ``values`` at the ``columns``' probes and θ."""
+    points = (columns.minus_point, columns.theta, columns.plus_point)
+    return value_epsilons(values.minus, values.center, values.plus, epsilon, points)
 
 
 @dataclass(frozen=True)
@@ -176,63 +206,25 @@ class PrimaryColumns:
 
 def primary_columns(
     columns: ProbeColumns,
-    minus_values: np.ndarray,
-    center: float,
-    plus_values: np.ndarray,
-    slopes: SlopeColumns,
-    *,
-    epsilon: float,
-    jitter: float,
-    tolerance: float,
-    kink_tolerance,
-    resolution: float,
+    values: ProbeValues,
+    noise: NoiseModel,
+    standard: Standard,
     floor_factor: float = FLOOR_FACTOR,
 ) -> PrimaryColumns:
-    """The estimate at h of every coordinate and its verdict there (every slope finite).
-
-    ``kink_tolerance`` (a number or a column) is the one-sided slopes' tolerance,
-    ``resolution`` the parameter's largest |numerical| value, ``floor_factor``
-    :func:`floor_factor`'s.
+    """The estimate at h of every coordinate and its verdict there (every slope finite), by the
+    ``standard``'s tolerance beside its resolution's ``gradient``, the parameter's largest
+    |numerical| value (the check's is not consulted here); ``floor_factor`` :func:`floor_factor`'s.
     """
-    stencil = (columns.minus_spacing, columns.plus_spacing, columns.left_weight, columns.right_weight)
-    points = (columns.minus_point, columns.theta, columns.plus_point)
-    estimates = _stencil_columns(
-        columns.step,
-        columns.analytic,
-        minus_values,
-        center,
-        plus_values,
-        slopes,
-        stencil,
-        epsilon=epsilon,
-        jitter=jitter,
-        kink_tolerance=kink_tolerance,
-        points=points,
-    )
-    epsilons = value_epsilons(minus_values, center, plus_values, epsilon, points)
+    estimates = _stencil_columns(columns, values, noise)
+    epsilons = _value_epsilons(columns, values, noise.epsilon)
+    tolerance, resolution = standard.tolerance, standard.resolution.gradient
     floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
-        passed = passes(estimates, tolerance, floor, Resolution(gradient=resolution, check=0.0))
+        passed = verdict_passes(estimates, floor, standard.own())
     # f bit-identical at every probe of the parameter is no evidence for a nonzero gradient: confirm.
-    if np.all(minus_values == center) and np.all(plus_values == center):
-        passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * epsilon * resolution
+    if np.all(values.minus == values.center) and np.all(values.plus == values.center):
+        passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * noise.epsilon * resolution
     return PrimaryColumns(estimates, floor, passed)
-
-
-def passes(estimates, tolerance: float, limit, resolution: Resolution):
-    """Where the estimates agree within ``limit``, or, where they cannot resolve a relative
-    comparison, within the resolution of the gradients that matter (docs/method.md, "Verdicts")."""
-    return verdict_passes(
-        estimates.analytic,
-        estimates.numerical,
-        estimates.bar,
-        estimates.scale,
-        estimates.relative_error,
-        estimates.consistent,
-        limit,
-        tolerance,
-        resolution,
-    )
 
 
 def sensitivity_floors(steps, theta, epsilons, tolerance: float, factor: float = FLOOR_FACTOR) -> np.ndarray:

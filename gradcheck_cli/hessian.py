@@ -26,6 +26,7 @@ from .judge import (
     CONFIRMATION_FACTORS,
     JudgedEstimate,
     Resolution,
+    Standard,
     judge_confirmed,
     judge_primary,
     with_step_sensitivity,
@@ -158,18 +159,16 @@ def check_hessian_vector_product(
         direction = {name: tangent(origins[name], index, seed) for index, name in enumerate(names)}
     v = {name: _direction_array(direction, name, origins[name].shape) for name in names}
     center = _read(gradient(parameters), names, origins, "gradient")
-    probes = {1.0: _probe(gradient, hvp, parameters, origins, exact, v, h, 1.0, names)}
+    probing = _Probing(gradient, hvp, parameters, origins, exact, v, h, names)
+    probes = {1.0: _probe(probing, 1.0)}
     epsilon = _values_epsilon(center, probes[1.0], coarsest.epsilon)
     largest = max(float(np.max(np.abs(a), initial=0.0)) for a, *_ in probes[1.0].values())
-    components = {
-        name: _first_judgements(probes[1.0][name], center[name], epsilon, tolerance, largest, h) for name in names
-    }
+    readings = {name: _Reading(center[name], epsilon, h) for name in names}
+    components = {name: _first_judgements(probes[1.0][name], readings[name], tolerance, largest) for name in names}
     if any(judgement is None for judged in components.values() for _, judgement, _ in judged.values()):
         for factor in CONFIRMATION_FACTORS:
-            probes[factor] = _probe(gradient, hvp, parameters, origins, exact, v, h, factor, names)
-        components = {
-            name: _confirmed(name, components[name], probes, center[name], epsilon, tolerance, h) for name in names
-        }
+            probes[factor] = _probe(probing, factor)
+        components = {name: _confirmed(name, components[name], probes, readings[name], tolerance) for name in names}
     checks = tuple(_parameter_check(name, dtypes[name], origins[name].shape, components[name]) for name in names)
     failing = tuple(check.name for check in checks if not check.passed)
     verdict = _worst_verdict(check.verdict for check in checks)
@@ -267,8 +266,36 @@ def _values_epsilon(center: dict, probe: dict, epsilon: float) -> float:
     return max(epsilon, min(float(np.min(values, initial=np.inf)) for values in epsilons))
 
 
-def _probe(gradient, hvp, parameters, origins, exact, v, h: float, multiplier: float, names) -> dict:
+@dataclass(frozen=True, slots=True)
+class _Probing:
+    """What every probe along v uses: the user's ``gradient`` and ``hvp``, the ``parameters``
+    (probed in place), their ``origins`` (copies, written back) and ``exact`` float64 values, the
+    direction ``v``, the step ``h`` and the checked ``names``."""
+
+    gradient: Callable
+    hvp: Callable
+    parameters: Mapping
+    origins: dict
+    exact: dict
+    v: dict
+    h: float
+    names: list
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How a parameter's numerical components are read: ``center`` its gradient at θ (beside the
+    probes' values, the scale of their rounding), ``epsilon`` what the values are trusted to, ``h``."""
+
+    center: np.ndarray
+    epsilon: float
+    h: float
+
+
+def _probe(probing: _Probing, multiplier: float) -> dict:
     """Per parameter (analytic, numerical, largest |∇f|) per unit multiplier at θ ± m·h·v."""
+    gradient, parameters, origins, exact = probing.gradient, probing.parameters, probing.origins, probing.exact
+    v, h, names = probing.v, probing.h, probing.names
     plus, minus, w = {}, {}, {}
     for name in names:
         step = multiplier * h * v[name]
@@ -278,7 +305,7 @@ def _probe(gradient, hvp, parameters, origins, exact, v, h: float, multiplier: f
         w[name] = moved / (2.0 * multiplier * h)
     plus_values = _read(_gradient_at(gradient, parameters, origins, plus), names, origins, "gradient")
     minus_values = _read(_gradient_at(gradient, parameters, origins, minus), names, origins, "gradient")
-    analytic = _read(hvp(w), names, origins, "hvp")
+    analytic = _read(probing.hvp(w), names, origins, "hvp")
     probes = {}
     for name in names:
         numerical = (plus_values[name] - minus_values[name]) / (2.0 * multiplier * h)
@@ -299,42 +326,44 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
                 raise ReadOnlyArray(role="parameters", during_check=False)
 
 
-def _estimate(probe, flat: int, center, multiplier: float, epsilon: float, h: float) -> JudgedEstimate:
+def _estimate(probe, flat: int, reading: _Reading, multiplier: float) -> JudgedEstimate:
     """Component ``flat``'s estimate at m: the values' rounding ε·|g| divided by the spacing 2mh, as a derivative."""
     analytic, numerical, largest = probe[:3]
     return estimate_columns(
         multiplier,
         [float(analytic.flat[flat])],
         [float(numerical.flat[flat])],
-        largest_value=max(float(largest.flat[flat]), abs(float(center.flat[flat]))),
-        epsilons=epsilon,
+        largest_value=max(float(largest.flat[flat]), abs(float(reading.center.flat[flat]))),
+        epsilons=reading.epsilon,
         jitter=0.0,
-        gain=1.0 / (multiplier * h),
+        gain=1.0 / (multiplier * reading.h),
         consistent=True,
     ).estimate(0)
 
 
-def _first_judgements(probe, center, epsilon, tolerance, largest, h) -> dict:
+def _first_judgements(probe, reading: _Reading, tolerance: float, largest: float) -> dict:
     """flat index → (estimates, Judgement or None, Resolution) at m = 1."""
     analytic = probe[0]
     resolution = Resolution(gradient=float(np.max(np.abs(analytic), initial=0.0)), check=largest)
     judged = {}
     for flat in range(analytic.size):
-        estimate = _estimate(probe, flat, center, 1.0, epsilon, h)
-        judged[flat] = ((estimate,), judge_primary(estimate, tolerance, resolution, unit="multiplier"), resolution)
+        estimate = _estimate(probe, flat, reading, 1.0)
+        judged[flat] = (
+            (estimate,),
+            judge_primary(estimate, Standard(tolerance, resolution, unit="multiplier")),
+            resolution,
+        )
     return judged
 
 
-def _confirmed(name, judged, probes, center, epsilon, tolerance, h) -> dict:
+def _confirmed(name: str, judged: dict, probes: dict, reading: _Reading, tolerance: float) -> dict:
     """The components without a verdict at m = 1 judged again with the estimates at every multiplier."""
     confirmed = {}
     for flat, (estimates, judgement, resolution) in judged.items():
         if judgement is None:
-            extra = (
-                _estimate(probes[factor][name], flat, center, factor, epsilon, h) for factor in CONFIRMATION_FACTORS
-            )
+            extra = (_estimate(probes[factor][name], flat, reading, factor) for factor in CONFIRMATION_FACTORS)
             estimates = with_step_sensitivity((*estimates, *extra))
-            judgement = judge_confirmed(estimates, tolerance, resolution, unit="multiplier")
+            judgement = judge_confirmed(estimates, Standard(tolerance, resolution, unit="multiplier"))
         confirmed[flat] = (estimates, judgement, resolution)
     return confirmed
 

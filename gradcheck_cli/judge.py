@@ -28,9 +28,11 @@ from .judge_terms import (
     PASSED,
     ROUNDING_FACTOR,
     ErrorBar,
+    Evidence,
     JudgedEstimate,
     Judgement,
     Resolution,
+    Standard,
     disagrees,
     resolution_scale,
     slopes_agree,
@@ -48,6 +50,8 @@ __all__ = [
     "JudgedEstimate",
     "Judgement",
     "Resolution",
+    "Standard",
+    "Evidence",
     "slopes_agree",
     "verdict_passes",
     "verdict_of",
@@ -59,28 +63,22 @@ __all__ = [
 ]
 
 
-def verdict_passes(
-    analytic,
-    numerical,
-    bar,
-    scale,
-    relative,
-    consistent,
-    limit,
-    tolerance: float,
-    resolution: Resolution,
-    unresolved=True,
-):
+def verdict_passes(estimate, limit, standard: Standard, unresolved=True):
     """Agreement within ``limit`` at consistent slopes, or, where ``unresolved`` (no other estimate
     resolves it better), agreement where the estimate cannot resolve a relative comparison, at the
-    scale of the gradients that matter: elementwise, on floats or on numpy columns alike.
+    scale of the gradients that matter: elementwise, on one estimate (a :class:`JudgedEstimate`, its
+    fields floats) or on the estimates' columns alike (``analytic``, ``numerical``, ``bar``,
+    ``scale``, ``relative_error`` and ``consistent``), judged by the ``standard``'s tolerance and
+    resolution.
 
     Either both values are indistinguishable from zero at the error bar and the bar is small beside
     the parameter's or the check's largest gradient, or FAIL_MARGIN bars exceed the tolerance of
     the scale and |a − n| is within them, and the worst case |a − n| + bar is within the tolerance
     of the parameter's own largest numerical gradient.
     """
-    agrees = consistent & (relative <= limit)
+    analytic, numerical, bar, scale = estimate.analytic, estimate.numerical, estimate.bar, estimate.scale
+    tolerance, resolution, consistent = standard.tolerance, standard.resolution, estimate.consistent
+    agrees = consistent & (estimate.relative_error <= limit)
     if not unresolved:
         return agrees
     zero = (abs(analytic) <= bar) & (abs(numerical) <= bar) & (bar <= tolerance * resolution_scale(resolution))
@@ -99,39 +97,22 @@ def verdict_of(verdicts, stateful: bool = False) -> str:
     return PASSED if verdicts == {PASSED} and not stateful else INCONCLUSIVE
 
 
-def _passes(
-    estimate: JudgedEstimate, tolerance: float, limit: float, resolution: Resolution, unresolved: bool = True
-) -> bool:
-    """:func:`verdict_passes` of one estimate."""
-    return verdict_passes(
-        estimate.analytic,
-        estimate.numerical,
-        estimate.error_bar.total,
-        estimate.scale,
-        estimate.relative_error,
-        estimate.slopes_consistent,
-        limit,
-        tolerance,
-        resolution,
-        unresolved,
-    )
-
-
-def judge_primary(
-    estimate: JudgedEstimate, tolerance: float, resolution: Resolution, unit: str = "step", floor: float = None
-) -> Judgement | None:
+def judge_primary(estimate: JudgedEstimate, standard: Standard) -> Judgement | None:
     """The verdict at the first step when it passes there; None when it needs confirmation.
 
-    ``floor`` is :func:`~gradcheck_cli.estimates.sensitivity_floors` at the step (default: the tolerance): a relative error
-    above it is confirmed at other steps, where the bar may resolve it. Beside the check's largest
-    gradient (not the parameter's own), values within the bar of zero pass only
-    once confirmed at the other steps, where the bar may be smaller.
+    The ``standard``'s floor is :func:`~gradcheck_cli.estimates.sensitivity_floors` at the step
+    (default: the tolerance): a relative error above it is confirmed at other steps, where the bar
+    may resolve it. Beside the check's largest gradient (not the parameter's own), values within
+    the bar of zero pass only once confirmed at the other steps, where the bar may be smaller.
     """
-    floor = tolerance if floor is None else floor
-    own = Resolution(gradient=resolution.gradient, check=0.0)
-    if _passes(estimate, tolerance, floor, own):
-        return Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimate, tolerance, floor, unit))
+    if verdict_passes(estimate, standard.floor, standard.own()):
+        return Judgement(verdict=PASSED, decided_at=0, reason=_agreement(estimate, standard))
     return None
+
+
+def _agreement(estimate: JudgedEstimate, standard: Standard) -> str:
+    """:func:`agreement`'s sentence at the ``standard``."""
+    return agreement(estimate, standard.tolerance, standard.floor, standard.unit)
 
 
 def with_step_sensitivity(estimates: Sequence[JudgedEstimate]) -> tuple:
@@ -186,6 +167,9 @@ def _supported(estimates: Sequence[JudgedEstimate], usable: list, index: int, to
     return False
 
 
+#: The evidence of estimates whose values show nothing beyond their bars (none collapsed, no noise).
+NO_EVIDENCE = Evidence()
+
 #: A relative error from which a gap is of the order of the gradient itself (×2, ×½, a sign).
 GROSS_ERROR = 0.5
 
@@ -221,41 +205,30 @@ def _approaching(estimates: Sequence[JudgedEstimate], usable: list) -> bool:
 
 
 def judge_confirmed(
-    estimates: Sequence[JudgedEstimate],
-    tolerance: float,
-    resolution: Resolution,
-    unit: str = "step",
-    floor: float = None,
-    collapsed: Sequence[bool] = (),
-    precision: str = "the parameter's dtype",
-    values_precision: str | None = None,
-    noise: float = 0.0,
-    rounding_zero: float = 0.0,
+    estimates: Sequence[JudgedEstimate], standard: Standard, evidence: Evidence = NO_EVIDENCE
 ) -> Judgement:
-    """The verdict from estimates at several steps (the first is the original step).
+    """The verdict from estimates at several steps (the first is the original step), judged by the
+    ``standard`` with what f's values show (:class:`Evidence`).
 
-    ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`);
-    ``collapsed[i]`` is True where f at both probes of estimate i equals f(θ) bit for bit (such
-    an estimate is no evidence); ``values_precision`` names the dtype f's values are all numbers
-    of, when it is less precise than ``precision`` (an objective computed in float32); ``noise`` the
-    value noise the parameter's estimates showed, in units of ε (0: none beyond rounding), when the
-    bars already carry it; ``rounding_zero`` the largest |a| that is zero up to the rounding of
-    the gradients beside it, the only analytic value a collapsed estimate can pass. The best estimate is the usable one with the smallest bar. It
+    ``estimates`` must already carry their step sensitivity (:func:`with_step_sensitivity`).
+    The best estimate is the usable one with the smallest bar. It
     passes when an estimate agrees within the best one's threshold (or the resolution clauses
     of :func:`judge_primary`) and another step backs it; it fails when the best estimate's gap
     exceeds the floor and FAIL_MARGIN bars, its bar counting how far it moves to another step.
     When no step has consistent one-sided slopes it is a suspected kink; otherwise the
     evidence cannot decide.
     """
-    floor = tolerance if floor is None else floor
+    tolerance, floor, unit, collapsed = standard.tolerance, standard.floor, standard.unit, evidence.collapsed
     every = list(range(len(estimates)))
-    passing = _passing(estimates, tolerance, floor, resolution, collapsed, rounding_zero)
+    passing = _passing(estimates, standard, evidence)
     if passing:
         chosen = min(passing, key=lambda index: (estimates[index].error_bar.total, index))
-        return Judgement(verdict=PASSED, decided_at=chosen, reason=agreement(estimates[chosen], tolerance, floor, unit))
+        return Judgement(verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], standard))
     usable = [index for index in every if not (collapsed and collapsed[index])]
     if not usable:
-        return Judgement(verdict=INCONCLUSIVE, decided_at=0, reason=collapse_reason(estimates[0], unit, precision))
+        return Judgement(
+            verdict=INCONCLUSIVE, decided_at=0, reason=collapse_reason(estimates[0], unit, evidence.precision)
+        )
     best = min(usable, key=lambda index: (estimates[index].error_bar.total, index))
     approaching = _approaching(estimates, usable)
     persisting = [index for index in usable if disagrees(estimates[index], floor)]
@@ -264,7 +237,7 @@ def judge_confirmed(
             verdict=FAILED, decided_at=best, reason=disagreement_reason(estimates, usable, best, tolerance, floor, unit)
         )
     # A part of f frozen below its lower precision's quantum at every step can hide any gradient.
-    lower = noise or values_precision is not None
+    lower = evidence.noise or evidence.values_precision is not None
     gross = None if lower else _gross_disagreement(estimates, usable, floor)
     if gross is not None and not approaching:
         return Judgement(
@@ -272,7 +245,7 @@ def judge_confirmed(
             decided_at=gross,
             reason=disagreement_reason(estimates, usable, gross, tolerance, floor, unit),
         )
-    note = evidence_note(estimates, usable, noise, precision, values_precision)
+    note = evidence_note(estimates, usable, evidence.noise, evidence.precision, evidence.values_precision)
     if approaching and any(estimates[index].slopes_consistent for index in usable):
         return Judgement(
             verdict=INCONCLUSIVE,
@@ -287,35 +260,28 @@ def judge_confirmed(
             reason=f"the one-sided slopes disagree at every {unit} tried (a corner, or curvature too large "
             f"for these steps): not evidence either way{note}",
         )
-    reason = undecided_reason(estimates, best, tolerance, floor, resolution, unit)
+    reason = undecided_reason(estimates, best, tolerance, floor, standard.resolution, unit)
     return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
 
 
-def _passing(
-    estimates: Sequence[JudgedEstimate],
-    tolerance: float,
-    floor: float,
-    resolution: Resolution,
-    collapsed: Sequence[bool],
-    rounding_zero: float,
-) -> list:
+def _passing(estimates: Sequence[JudgedEstimate], standard: Standard, evidence: Evidence) -> list:
     """The indices of the estimates that pass: within the smallest bar's threshold (the resolution
     clauses for that best one only), backed by another step, and not collapsed unless |a| is zero
     up to rounding."""
+    tolerance, floor, collapsed = standard.tolerance, standard.floor, evidence.collapsed
     every = list(range(len(estimates)))
     best = min(every, key=lambda index: (estimates[index].error_bar.total, index))
     limit = threshold(estimates[best], tolerance, floor)
-    own = Resolution(gradient=resolution.gradient, check=0.0)
+    own = standard.own()
     return [
         index
         for index in every
-        if _passes(
+        if verdict_passes(
             estimates[index],
-            tolerance,
             min(limit, threshold(estimates[index], tolerance, floor)),
-            resolution if index == best else own,
+            standard if index == best else own,
             index == best,
         )
         and _supported(estimates, every, index, tolerance, floor)
-        and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > rounding_zero)
+        and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > evidence.rounding_zero)
     ]

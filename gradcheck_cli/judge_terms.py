@@ -6,7 +6,8 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from .records import Record
 
@@ -24,6 +25,8 @@ __all__ = [
     "JudgedEstimate",
     "Judgement",
     "Resolution",
+    "Standard",
+    "Evidence",
     "slopes_agree",
     "threshold",
     "resolution_scale",
@@ -82,6 +85,16 @@ class JudgedEstimate(Record):
     slopes_consistent: bool
     error_bar: ErrorBar
 
+    @property
+    def bar(self) -> float:
+        """The error bar's total, by the name the estimates' columns give it."""
+        return self.error_bar.total
+
+    @property
+    def consistent(self) -> bool:
+        """``slopes_consistent``, by the name the estimates' columns give it."""
+        return self.slopes_consistent
+
 
 @dataclass(frozen=True)
 class Judgement(Record):
@@ -116,6 +129,42 @@ class Resolution:
 
     gradient: float
     check: float
+
+
+@dataclass(frozen=True, slots=True)
+class Standard:
+    """What an estimate is judged by: the user's ``tolerance``, the ``resolution`` of the gradients
+    that matter, the sensitivity ``floor`` (what the estimate can support at its step; None: the
+    tolerance) and the ``unit`` its steps are counted in ("step", or a direction's "multiplier")."""
+
+    tolerance: float
+    resolution: Resolution
+    floor: float | None = None
+    unit: str = "step"
+
+    def __post_init__(self):
+        if self.floor is None:
+            object.__setattr__(self, "floor", self.tolerance)
+
+    def own(self) -> Standard:
+        """This standard beside the parameter's own largest gradient only (not the check's)."""
+        return replace(self, resolution=Resolution(gradient=self.resolution.gradient, check=0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What f's values say about the estimates at several steps: ``collapsed[i]`` True where f at
+    both probes of estimate i equals f(θ) bit for bit (no evidence); ``precision`` the parameter's
+    dtype; ``values_precision`` the dtype f's values are all numbers of, when it is less precise (an
+    objective computed in float32); ``noise`` the value noise the estimates showed, in units of ε
+    (0: none beyond rounding), when the bars already carry it; ``rounding_zero`` the largest |a|
+    that is zero up to the rounding of the gradients beside it, all a collapsed estimate can pass."""
+
+    collapsed: Sequence[bool] = ()
+    precision: str = "the parameter's dtype"
+    values_precision: str | None = None
+    noise: float = 0.0
+    rounding_zero: float = 0.0
 
 
 def resolution_scale(resolution: Resolution) -> float:

@@ -1281,7 +1281,7 @@ def test_the_direction_scale_is_what_the_reference_battery_reads():
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.directional import Direction, probe_direction
+    from gradcheck_cli.directional import Direction, DirectionalProbing, probe_direction
 
     rng = np.random.default_rng(11)
     w = np.array(rng.standard_normal((41, 1700)) * 3, dtype=dtype)[:, ::2]  # 34 850 elements, strided
@@ -1289,7 +1289,7 @@ def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     saved = np.array(w, copy=True)
     values = iter([1.5, 0.5])
     direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=w.size)
-    probe = probe_direction(w, saved, g, direction, multiplier, lambda: next(values))
+    probe = probe_direction(DirectionalProbing(w, saved, g, direction, lambda: next(values)), multiplier)
     reference = _reference_direction(saved, g, None, multiplier)
     assert probe.to_dict() == {
         "multiplier": multiplier,
@@ -1383,7 +1383,7 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
     """Where every probe provably moves (the default step, small enough N) moved is 2N uncounted:
     compared with the whole-array count at θ from 0 and subnormals to 1e37, both signs."""
     from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.directional import Direction, _epsilon, probe_direction
+    from gradcheck_cli.directional import Direction, DirectionalProbing, _epsilon, probe_direction
 
     rng = np.random.default_rng(size)
     tiny = float(np.finfo(dtype).smallest_subnormal)
@@ -1394,18 +1394,20 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
     direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=size)
     assert direction.moves_everywhere(multiplier, _epsilon(w.dtype)) is shortcut
     values = iter([1.0, 0.0])
-    probe = probe_direction(w, np.array(w, copy=True), g, direction, multiplier, lambda: next(values))
+    probe = probe_direction(
+        DirectionalProbing(w, np.array(w, copy=True), g, direction, lambda: next(values)), multiplier
+    )
     assert probe.moved == _reference_direction(w, g, None, multiplier)["moved"] == 2 * size
 
 
 def test_a_given_step_is_always_counted_and_its_unmoved_elements_are_not():
-    from gradcheck_cli.directional import Direction, _epsilon, probe_direction
+    from gradcheck_cli.directional import Direction, DirectionalProbing, _epsilon, probe_direction
 
     w = np.where(np.arange(5000) % 3 == 0, 1e30, 1.0)
     direction = Direction(step=1e-3, step_factor=0.0, elements=w.size)
     assert not direction.moves_everywhere(1.0, _epsilon(w.dtype))
     values = iter([1.0, 0.0])
-    probe = probe_direction(w, w.copy(), np.ones(w.size), direction, 1.0, lambda: next(values))
+    probe = probe_direction(DirectionalProbing(w, w.copy(), np.ones(w.size), direction, lambda: next(values)), 1.0)
     assert probe.moved == _reference_direction(w, np.ones(w.size), 1e-3)["moved"] == 2 * 3333
 
 

@@ -16,6 +16,7 @@ from gradcheck_cli.judge import (
     INCONCLUSIVE,
     PASSED,
     Resolution,
+    Standard,
     judge_confirmed,
     judge_primary,
     with_step_sensitivity,
@@ -255,39 +256,48 @@ def _at_three_steps(at_h, at_tenth, at_ten):
 
 
 def test_a_gap_that_persists_across_steps_fails_and_one_that_does_not_is_inconclusive():
-    assert judge_confirmed(_at_three_steps(1.5, 1.5 + 1e-9, 1.5 - 1e-9), 1e-6, Resolution(1.0, 1.0)).verdict == FAILED
-    assert judge_confirmed(_at_three_steps(1.5, 1.0 + 1e-3, 3.0), 1e-6, Resolution(1.0, 1.0)).verdict == INCONCLUSIVE
+    assert (
+        judge_confirmed(_at_three_steps(1.5, 1.5 + 1e-9, 1.5 - 1e-9), Standard(1e-6, Resolution(1.0, 1.0))).verdict
+        == FAILED
+    )
+    assert (
+        judge_confirmed(_at_three_steps(1.5, 1.0 + 1e-3, 3.0), Standard(1e-6, Resolution(1.0, 1.0))).verdict
+        == INCONCLUSIVE
+    )
 
 
 def test_curvature_resolved_at_a_smaller_step_passes_but_a_coincidence_there_does_not():
     # Truncation ∝ h²: 1 + 5e-6 at h, 1 + 5e-8 at h/10, 1 + 5e-4 at 10h; the analytic 1 passes
     # at h/10 (their extrapolation is 1 too).
-    assert judge_confirmed(_at_three_steps(1 + 5e-6, 1 + 5e-8, 1 + 5e-4), 1e-7, Resolution(1.0, 1.0)).verdict == PASSED
+    assert (
+        judge_confirmed(_at_three_steps(1 + 5e-6, 1 + 5e-8, 1 + 5e-4), Standard(1e-7, Resolution(1.0, 1.0))).verdict
+        == PASSED
+    )
     # A wrong analytic 1.001 that the estimate at h/10 happens to equal (its truncation is 1e-3)
     # does not pass there: the extrapolation with h lands on the true 1.
     estimates = [
         step_estimate(step, 1.001, numerical, largest_value=1.0, epsilon=2.2e-16, jitter=0.0, gain=1.0)
         for step, numerical in ((1e-5, 1.1), (1e-6, 1.001), (1e-4, 11.0))
     ]
-    assert judge_confirmed(with_step_sensitivity(estimates), 1e-6, Resolution(1.0, 1.0)).verdict != PASSED
+    assert judge_confirmed(with_step_sensitivity(estimates), Standard(1e-6, Resolution(1.0, 1.0))).verdict != PASSED
 
 
 def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
     # Beside the parameter's own largest gradient, or the check's: 1e-12 is within 1e-6 of 1.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=1.0, check=0.0)).verdict == PASSED
+    assert judge_primary(tiny, Standard(1e-6, Resolution(gradient=1.0, check=0.0))).verdict == PASSED
     # Beside the check's largest gradient only once confirmed, at the estimate with the smallest bar.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=0.0, check=1.0)) is None
+    assert judge_primary(tiny, Standard(1e-6, Resolution(gradient=0.0, check=1.0))) is None
     confirmed = with_step_sensitivity([tiny, _estimate(2e-13, analytic=0.0, bar=1e-12, step=1e-6)])
-    assert judge_confirmed(confirmed, 1e-6, Resolution(gradient=0.0, check=1.0)).verdict == PASSED
+    assert judge_confirmed(confirmed, Standard(1e-6, Resolution(gradient=0.0, check=1.0))).verdict == PASSED
     # Not when every gradient is that small: nothing is resolved.
-    assert judge_primary(tiny, 1e-6, Resolution(gradient=1e-9, check=1e-9)) is None
+    assert judge_primary(tiny, Standard(1e-6, Resolution(gradient=1e-9, check=1e-9))) is None
     # A small gradient agrees when even its worst case, gap plus bar, is within the tolerance of the
     # parameter's own largest gradient; never by the check's largest gradient (a whole parameter's
     # gradient 10 times too small would pass beside a larger parameter).
     small = _estimate(1.0e-9, analytic=1.0005e-9, bar=1e-12)  # relative error 5e-4, gap 5e-13
-    assert judge_primary(small, 1e-6, Resolution(gradient=1.0, check=1.0)).verdict == PASSED
-    assert judge_primary(small, 1e-6, Resolution(gradient=1e-9, check=1.0)) is None
+    assert judge_primary(small, Standard(1e-6, Resolution(gradient=1.0, check=1.0))).verdict == PASSED
+    assert judge_primary(small, Standard(1e-6, Resolution(gradient=1e-9, check=1.0))) is None
 
 
 def test_an_objective_computed_in_float32_does_not_fail_correct_float64_gradients():

@@ -14,7 +14,8 @@ from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
 from gradcheck_cli.chapter.sweep import plan_columns, with_probes
 from gradcheck_cli.check import CoordinateChecks, check_gradients
 from gradcheck_cli.errors import GradCheckError
-from gradcheck_cli.judge import PASSED, Resolution, verdict_passes
+from gradcheck_cli.estimates import EstimateColumns
+from gradcheck_cli.judge import PASSED, Resolution, Standard, verdict_passes
 from gradcheck_cli.records import float_bits, same_bits
 
 
@@ -250,23 +251,17 @@ _FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 def test_the_pass_rule_is_one_function_on_floats_and_on_columns(
     analytic, numerical, bar, consistent, tolerance, gradient
 ):
-    # The judge applies verdict_passes to floats, the sweep to columns: the same verdict either way.
+    # The judge applies verdict_passes to one estimate, the sweep to columns: the same verdict either way.
     scale = max(abs(analytic), abs(numerical))
     relative = 0.0 if scale == 0.0 else abs(analytic - numerical) / scale
-    resolution = Resolution(gradient=gradient, check=0.0)
-    on_floats = verdict_passes(analytic, numerical, bar, scale, relative, consistent, tolerance, tolerance, resolution)
+    standard = Standard(tolerance, Resolution(gradient=gradient, check=0.0))
     column = np.array
-    on_columns = verdict_passes(
-        column([analytic]),
-        column([numerical]),
-        column([bar]),
-        column([scale]),
-        column([relative]),
+    columns = EstimateColumns(
+        *(column([value]) for value in (1e-5, analytic, numerical, scale, relative, bar, 0.0, bar)),
         column([consistent]),
-        tolerance,
-        tolerance,
-        resolution,
     )
+    on_floats = verdict_passes(columns.estimate(0), tolerance, standard)
+    on_columns = verdict_passes(columns, tolerance, standard)
     assert type(on_floats) is bool and on_columns.tolist() == [on_floats]
 
 

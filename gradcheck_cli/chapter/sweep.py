@@ -191,7 +191,7 @@ def probe_values(
     """
     start, stop = (0, len(columns)) if part is None else part
     probes = (columns.minus_point[start:stop], columns.plus_point[start:stop])
-    values = _probe_calls(array, columns, start, probes, _PAIR, objective, argument, progress, center)
+    values = _probe_calls(array, columns, _ProbePass(start, probes, _PAIR, progress, center), objective, argument)
     return values[0::2], values[1::2]
 
 
@@ -202,8 +202,24 @@ def stencil_values(array: np.ndarray, columns: ProbeColumns, objective: Callable
     a GradCheckError is wrapped in AtCoordinate, as the chapter's check wraps it. Returns the
     columns (minus values, center values, plus values)."""
     probes = (columns.minus_point, columns.theta, columns.plus_point)
-    values = _probe_calls(array, columns, 0, probes, _STENCIL, objective, argument, wrap_objective_errors=True)
+    probing = _ProbePass(0, probes, _STENCIL, wrap_objective_errors=True)
+    values = _probe_calls(array, columns, probing, objective, argument)
     return tuple(np.array(values[side::3], dtype=np.float64) for side in range(3))
+
+
+@dataclass(frozen=True, slots=True)
+class _ProbePass:
+    """One pass of the probe loop over coordinates ``start`` on: ``probes`` one column of probe
+    points per side in ``sides`` (the k-th entry of each is coordinate start + k's); ``progress(k)``
+    after each coordinate; ``center`` the shared f(θ) the pairs' slopes are checked against (none:
+    only finite floats); ``wrap_objective_errors``: a GradCheckError f raises is put in AtCoordinate."""
+
+    start: int
+    probes: tuple
+    sides: tuple
+    progress: Callable | None = None
+    center: float | None = None
+    wrap_objective_errors: bool = False
 
 
 _PAIR = ("minus", "plus")
@@ -213,12 +229,9 @@ _STENCIL = ("minus", "center", "plus")
 _VALUE_BOUND = 2.0**999
 
 
-def _probe_calls(
-    array, columns, start, probes, sides, objective, argument, progress=None, center=None, wrap_objective_errors=False
-) -> list:
-    """The write-probe/call/write-back loop: coordinate ``start + k``'s probes in turn (the k-th
-    entry of each column of ``probes``, one column per side in ``sides``); returns the values in
-    call order.
+def _probe_calls(array, columns, probing: _ProbePass, objective, argument) -> list:
+    """The write-probe/call/write-back loop of one pass (:class:`_ProbePass`), ``objective(argument)``
+    called at each probe in turn; returns the values in call order.
 
     Writes go through ndarray's own flat iterator of ``array`` (row-major offsets, any layout, never
     a subclass's indexing), which refuses a write once the objective made the array read-only: the
@@ -228,6 +241,8 @@ def _probe_calls(
     coordinate with one such value gets the chapter's finite-slopes rule (:func:`difference_at`),
     with the shared f(θ) ``center`` (pairs; none without it) or its own center value (the stencil).
     """
+    start, probes, sides = probing.start, probing.probes, probing.sides  # once, outside the loop
+    progress, center, wrap_objective_errors = probing.progress, probing.center, probing.wrap_objective_errors
     width, stop = len(sides), start + len(probes[0])
     flat = np.ndarray.flat.__get__(array)
     spare = np.ndarray.flat.__get__(np.ndarray.view(array, np.ndarray))  # stays writable whatever the flags of array

@@ -25,8 +25,10 @@ from ..errors import (
     GradCheckError,
 )
 from ..estimates import (
+    NoiseModel,
     ObservedNoise,
     PrimaryColumns,
+    ProbeValues,
     floor_factor,
     observed_noise,
     primary_columns,
@@ -43,8 +45,10 @@ from ..judge import (
     KINK,
     PASSED,
     ROUNDING_FACTOR,
+    Evidence,
     Judgement,
     Resolution,
+    Standard,
     agreement,
     judge_confirmed,
     judge_primary,
@@ -66,7 +70,9 @@ from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, Kin
 
 @dataclass(frozen=True, eq=False)
 class PrimaryReading:
-    """Coordinate k's record read from the ``primary`` columns at h, as :class:`CoordinateChecks` asks."""
+    """What a parameter's coordinates are judged with: the probed ``item``, f(θ) ``center``, the
+    ``jitter``, the ``resolution`` and the ``primary`` columns at h. Called with k, coordinate k's
+    record read from the primary columns, as :class:`CoordinateChecks` asks."""
 
     item: ProbedParameter
     center: float
@@ -75,22 +81,16 @@ class PrimaryReading:
     primary: PrimaryColumns
 
     def __call__(self, k: int) -> CoordinateCheck:
-        return _judge_coordinate(self.item, k, self.center, None, self.jitter, self.resolution, self.primary)
+        return _judge_coordinate(self, k)
 
 
 def _judge_coordinate(
-    item: ProbedParameter,
-    k: int,
-    center: float,
-    differences,
-    jitter: float,
-    resolution: Resolution,
-    primary: PrimaryColumns,
-    noise: ObservedNoise | None = None,
+    reading: PrimaryReading, k: int, differences=None, noise: ObservedNoise | None = None
 ) -> CoordinateCheck:
-    """Coordinate k's record, read from the ``primary`` columns at h when it passes there
+    """Coordinate k's record, read from the ``reading``'s primary columns at h when it passes there
     (``differences`` None); else judged from its ``differences`` at every step (:func:`confirmations`),
     every bar carrying the parameter's observed ``noise``."""
+    item, center = reading.item, reading.center
     planned = item.planned
     index = planned.columns.coordinate(k)
     difference = (
@@ -105,14 +105,12 @@ def _judge_coordinate(
         slopes = compare_one_sided_slopes(difference, kink_tolerance)
     except GradCheckError as error:
         raise AtParameter(parameter=planned.name, source=at_coordinate(index, error)) from error
-    estimates = (primary.estimate(k),)
-    floor = float(primary.floor[k])
     if differences is None:
+        estimates = (reading.primary.estimate(k),)
+        floor = float(reading.primary.floor[k])
         judgement = Judgement(verdict=PASSED, decided_at=0, reason=agreement(estimates[0], planned.tolerance, floor))
     else:
-        estimates, judgement = _confirmed(
-            item, center, differences, difference, analytic, jitter, resolution, estimates, floor, noise
-        )
+        estimates, judgement = _confirmed(reading, k, differences, noise)
     between = min(slopes.left, slopes.right) <= analytic <= max(slopes.left, slopes.right)
     return CoordinateCheck(
         flat_index=int(planned.columns.offsets[k]),
@@ -124,23 +122,13 @@ def _judge_coordinate(
     )
 
 
-def _confirmed(
-    item: ProbedParameter,
-    center: float,
-    differences,
-    difference: CentralDifference,
-    analytic: float,
-    jitter: float,
-    resolution: Resolution,
-    estimates: tuple,
-    floor: float,
-    noise: ObservedNoise | None,
-) -> tuple:
-    """A coordinate that did not pass at h, judged from its ``differences`` at every step
-    (``difference`` the one at h): its estimates (the primary one in ``estimates`` first, unless
-    the observed ``noise`` recomputes it) and the :class:`Judgement`; ``floor`` the primary floor,
-    raised by the noise when there is any."""
-    planned = item.planned
+def _confirmed(reading: PrimaryReading, k: int, differences: list, noise: ObservedNoise | None) -> tuple:
+    """Coordinate k, which did not pass at h, judged from its ``differences`` at every step (the
+    first at h): its estimates (the primary one first, unless the observed ``noise`` recomputes
+    it) and the :class:`Judgement`, at the primary floor, raised by the noise when there is any."""
+    item, center, jitter, resolution = reading.item, reading.center, reading.jitter, reading.resolution
+    planned, difference = item.planned, differences[0]
+    analytic, floor = float(planned.columns.analytic[k]), float(reading.primary.floor[k])
     noise = noise or ObservedNoise(epsilon=planned.dtype.epsilon, units=0.0)
     if noise.units:
         epsilons = value_epsilons(
@@ -149,28 +137,20 @@ def _confirmed(
         factor = floor_factor(planned.columns.analytic, planned.dtype)
         step, point = difference.requested_step, difference.point
         floor = float(sensitivity_floors(step, point, epsilons, planned.tolerance, factor)[0])
-    confirmations = stencil_estimates(
-        differences,
-        analytic,
-        epsilon=noise.epsilon,
-        jitter=jitter,
-        kink_tolerance=_kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point),
-    )
-    first = estimates if not noise.units else ()
+    kink_tolerance = _kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point)
+    confirmations = stencil_estimates(differences, analytic, NoiseModel(noise.epsilon, jitter, kink_tolerance))
+    first = (reading.primary.estimate(k),) if not noise.units else ()
     estimates = with_step_sensitivity(
         [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
     )
-    judgement = judge_confirmed(
-        estimates,
-        planned.tolerance,
-        resolution,
-        floor=floor,
+    evidence = Evidence(
         collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
         precision=planned.dtype.name,
         values_precision=_values_precision(planned, difference),
         noise=noise.units,
         rounding_zero=_rounding_zero(item, center, resolution),
     )
+    judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor), evidence)
     return estimates, judgement
 
 
@@ -221,13 +201,16 @@ def _judge_direction(
 
     def estimate(probe):
         scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(probe, center, epsilon, jitter, kink_tolerance, scale, resolution.gradient)
+        return directional_estimate(
+            probe, center, NoiseModel(epsilon, jitter, kink_tolerance), scale, resolution.gradient
+        )
 
     probes = [item.direction] if item.direction is not None else []
     floor, judgement = planned.tolerance, None
     if probes:
         floor = _direction_floor(planned, probes[0], center, epsilon)
-        judgement = judge_primary(estimate(probes[0]), planned.tolerance, resolution, "multiplier", floor=floor)
+        standard = Standard(planned.tolerance, resolution, floor, "multiplier")
+        judgement = judge_primary(estimate(probes[0]), standard)
     if judgement is None:
         for factor in CONFIRMATION_FACTORS:
             probe = probe_parameter_direction(planned, item.original, item.displacement, factor, counted)
@@ -244,17 +227,13 @@ def _judge_direction(
         )
     elif judgement is None:
         estimates = with_step_sensitivity(estimates)
-        judgement = judge_confirmed(
-            estimates,
-            planned.tolerance,
-            resolution,
-            "multiplier",
-            floor=floor,
+        evidence = Evidence(
             collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
             precision=planned.dtype.name,
             noise=noise.units,
             rounding_zero=_rounding_zero(item, center, resolution),
         )
+        judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor, "multiplier"), evidence)
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
@@ -315,26 +294,18 @@ def judge_parameter(
     planned, columns = item.planned, item.planned.columns
     resolution = Resolution(gradient=largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
+    center = counted.centers[0]
     primary = primary_columns(
         columns,
-        item.minus_values,
-        counted.centers[0],
-        item.plus_values,
-        item.slopes,
-        epsilon=planned.dtype.epsilon,
-        jitter=jitter,
-        tolerance=planned.tolerance,
-        kink_tolerance=kink_tolerances,
-        resolution=resolution.gradient,
-        floor_factor=floor_factor(columns.analytic, planned.dtype),
+        ProbeValues(item.minus_values, center, item.plus_values, item.slopes),
+        NoiseModel(planned.dtype.epsilon, jitter, kink_tolerances),
+        Standard(planned.tolerance, resolution),
+        floor_factor(columns.analytic, planned.dtype),
     )
-    center = counted.centers[0]
     confirmed = {k: confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
     noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
-    judged = {
-        k: _judge_coordinate(item, k, center, differences, jitter, resolution, primary, noise)
-        for k, differences in confirmed.items()
-    }
+    reading = PrimaryReading(item, center, jitter, resolution, primary)
+    judged = {k: _judge_coordinate(reading, k, differences, noise) for k, differences in confirmed.items()}
     checks = CoordinateChecks(PrimaryReading(_slim(item), center, jitter, resolution, primary), judged)
     resolution = Resolution(gradient=direction_scale, check=largest[1])
     directional = _judge_direction(item, counted, jitter, resolution, noise)

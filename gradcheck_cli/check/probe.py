@@ -19,7 +19,7 @@ from ..chapter.tensors import (
     probing_objective,
     write_back,
 )
-from ..directional import Direction, DirectionScale, probe_direction
+from ..directional import Direction, DirectionScale, DirectionalProbing, probe_direction
 from ..errors import (
     AtParameter,
     GradCheckError,
@@ -215,12 +215,8 @@ def probe_parameter_direction(
     counted.unchanged(planned.name, at={})  # its bits: compared in the plus probe's pass
     try:
         return probe_direction(
-            planned.array,
-            saved,
-            planned.gradient,
-            displacement,
+            DirectionalProbing(planned.array, saved, planned.gradient, displacement, counted),
             multiplier,
-            counted,
             required=multiplier == 1.0,
             scale=scale,
             changed=ParameterChanged(parameter=planned.name, change="modified in place"),
