@@ -62,8 +62,11 @@ class Interrupted(KeyboardInterrupt):
         self.signal_name = ENDING_SIGNALS[signal_number]
 
 
-def ignored(signal_number, frame) -> None:
-    """A signal after the run's first one, or once its status is decided: the run is ending anyway."""
+#: What a signal after the run's first one, or once its status is decided, gets: the run is ending
+#: anyway. The operating system's ignore, not a handler of Python's: the interpreter's last steps put
+#: every signal with a Python handler back to its default (so a late second Ctrl-C would kill it,
+#: status −2), and leave an ignored one ignored.
+ignored = signal.SIG_IGN
 
 
 @contextlib.contextmanager
