@@ -18,7 +18,12 @@ never for a time.
 BLAS is held to one thread (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS, unless
 set), so that one call is one core's work, in this process and in the workers alike.
 
-Usage: python benchmarks/jobs.py [--samples all|N] [--repeats 3] [--warmup 1] [--command-repeats 3]
+First, the machine's own speed-up for two processes (one process making N calls of the ~5 s
+problem's objective against two making N each at once): the ceiling of any jobs=2. Each library
+row also counts where a jobs=2 check makes its calls (this process, the workers) and the bound
+that split sets on 2 cores, which does not depend on the load.
+
+Usage: python benchmarks/jobs.py [--samples all|N] [--repeats 3] [--warmup 1] [--command-repeats 3] [--machine-calls 100]
 """
 
 import os
@@ -28,6 +33,7 @@ for _variable in THREADS:
     os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402 - the thread counts above must be set before numpy is imported
+import dataclasses  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -70,6 +76,68 @@ def goal_line(ratio: float, goal) -> str:
     return "" if goal is None else f"   goal ≥ {goal:g} on 2 usable cores: {'met' if ratio >= goal else 'MISSED'}"
 
 
+def _calls_alone(arguments) -> float:
+    """Seconds for ``calls`` calls of a problem of benchmarks/_recurrent.py, loaded in this process."""
+    function, calls = arguments
+    problem = load_problem(f"benchmarks/_recurrent.py:{function}")
+    started = time.perf_counter()
+    for _ in range(calls):
+        problem.objective(problem.parameters)
+    return time.perf_counter() - started
+
+
+def machine_row(function: str, calls: int, repeats: int) -> None:
+    """The machine's own speed-up for two processes: one process making ``calls`` calls of the objective
+    against two making as many each at once, interleaved, in two forks of a forkserver as the workers
+    are. No split of a check between two processes can do better than this ratio."""
+    import multiprocessing
+
+    with multiprocessing.get_context("forkserver").Pool(2) as pool:
+        pool.map(_calls_alone, [(function, 1)] * 2)  # both loaded, warm
+        ratios, ones, twos = [], [], []
+        for _ in range(repeats):
+            ones.append(pool.apply(_calls_alone, ((function, calls),)))
+            started = time.perf_counter()
+            pool.map(_calls_alone, [(function, calls)] * 2, chunksize=1)
+            twos.append(time.perf_counter() - started)
+            ratios.append(2 * ones[-1] / twos[-1])
+    print(f"machine: {calls} calls of {function} in one process, and {calls} in each of two at once")
+    print(f"   one process: {spread(ones)}; two at once: {spread(twos)}")
+    print(f"   the machine's speed-up for 2 processes (2 × one ÷ two): {median(ratios):.2f}×, the ceiling of jobs=2")
+
+
+def call_breakdown(problem, samples) -> str:
+    """Where the calls of a jobs=2 check are made: this process's (counted here: f(θ), the directions,
+    the confirmations, the verification probes of every chunk's first coordinate) and the workers'
+    (each coordinate's two probes, and one f(θ) per worker as it loads), and the speed-up bound that
+    the split alone sets on 2 cores (the serial calls ÷ half of all the calls), whatever the load."""
+    from gradcheck_cli import parallel
+
+    here, split = [0], []
+    objective, chunks = problem.objective, parallel.chunks
+
+    def counting(parameters):
+        here[0] += 1
+        return objective(parameters)
+
+    def recorded(*arguments):
+        split.append(chunks(*arguments))
+        return split[-1]
+
+    parallel.chunks = recorded
+    try:
+        report = check_problem(dataclasses.replace(problem, objective=counting), samples=samples, jobs=2)
+    finally:
+        parallel.chunks = chunks
+    pieces = sum(len(parameter) for parameter in split[0])
+    workers = 2 * report.checked + 2
+    bound = report.evaluations / ((workers + here[0]) / 2)
+    return (
+        f"calls with jobs=2: {here[0]} here ({2 * pieces} of them verifying {pieces} chunks), {workers} in the "
+        f"workers; {workers / (workers + here[0]):.1%} in the workers; bound on 2 cores {bound:.2f}×"
+    )
+
+
 def library_rows(arguments) -> bool:
     """Each problem's jobs=1 and jobs=2 checks in this process; whether every pair of reports was equal."""
     equal_everywhere = True
@@ -95,6 +163,7 @@ def library_rows(arguments) -> bool:
         print(f"   jobs=2: {spread(walls[2])}")
         print(f"   speed-up jobs=1 ÷ jobs=2: {ratio:.2f}×{goal_line(ratio, goal)}")
         print(f"   reports equal (to_dict): {'yes' if equal else 'NO: MISMATCH'}")
+        print(f"   {call_breakdown(problem, arguments.samples)}")
     return equal_everywhere
 
 
@@ -127,11 +196,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds of each pair of checks")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--command-repeats", type=int, default=3, help="interleaved rounds of the two commands")
+    parser.add_argument("--machine-calls", type=int, default=100, help="calls per process in the machine row")
     arguments = parser.parse_args()
     header("--jobs: check_problem with jobs=1 and jobs=2 (wall clock)")
     print("threads: " + ", ".join(f"{name}={os.environ[name]}" for name in THREADS))
     print(f"before: {load()}")
     os.chdir(REPOSITORY)
+    machine_row("problem", arguments.machine_calls, arguments.repeats)
     equal = library_rows(arguments)
     equal &= command_rows(arguments)
     print(f"after: {load()}")

@@ -10,6 +10,7 @@ decides the exit status.
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import contextlib
 import dataclasses
@@ -64,6 +65,20 @@ class Interrupted(KeyboardInterrupt):
 
 def ignored(signal_number, frame) -> None:
     """A signal after the run's first one, or once its status is decided: the run is ending anyway."""
+
+
+def _ignored_to_the_end() -> None:
+    """At exit, each signal :func:`ignored` handles becomes one the operating system ignores: the
+    interpreter's last steps put every signal with a Python handler back to its default (a late
+    second Ctrl-C would kill the process, status −2), and leave an ignored one ignored. Not before:
+    an ignored signal stays ignored in every process started meanwhile (a test run's children)."""
+    for number in ENDING_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):  # ValueError: not the main thread
+            if signal.getsignal(number) is ignored:
+                signal.signal(number, signal.SIG_IGN)
+
+
+atexit.register(_ignored_to_the_end)
 
 
 @contextlib.contextmanager

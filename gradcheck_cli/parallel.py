@@ -345,6 +345,17 @@ class _Pool:
         self._terminate(processes)
 
     def _terminate(self, processes: list) -> None:
+        """The workers terminated (killed if they outlast 5 s), and the executor's manager thread joined.
+
+        ``shutdown(wait=False)`` forgets that thread, so the second ``shutdown`` cannot join it; left
+        running, it would still be closing its wake-up pipe when the interpreter's exit hook
+        (concurrent.futures.process._python_exit) writes to that pipe, without the lock that guards
+        it: "Exception ignored in: <module 'threading'>" on stderr. Once the workers are gone, the
+        thread sees their end and returns; one reading a result that a worker was cut short sending
+        reads end-of-file once this process's own end of that pipe is closed too (else it waits for
+        the rest forever, and the interpreter's exit hook with it)."""
+        manager = getattr(self.executor, "_executor_manager_thread", None)
+        results = getattr(self.executor, "_result_queue", None)
         self.executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
@@ -353,6 +364,10 @@ class _Pool:
             if process.exitcode is None:  # the objective's code handles SIGTERM: no more time
                 process.kill()
                 process.join()
+        if results is not None:
+            results._writer.close()
+        if manager is not None:
+            manager.join()
         self.executor.shutdown(wait=True)
 
 

@@ -13,12 +13,18 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 def test_prints_every_problem_and_the_command_line_with_their_speed_ups_and_equal_reports():
     command = [sys.executable, str(BENCHMARKS / "jobs.py"), "--samples", "2", "--repeats", "1", "--warmup", "0"]
-    command += ["--command-repeats", "1"]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=BENCHMARKS.parent)
+    command += ["--command-repeats", "1", "--machine-calls", "2"]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=BENCHMARKS.parent)
     assert completed.returncode == 0, completed.stderr
     stdout = completed.stdout
     assert stdout.startswith("== --jobs: check_problem with jobs=1 and jobs=2")
-    assert "reproduce: python benchmarks/jobs.py --samples 2 --repeats 1 --warmup 0 --command-repeats 1" in stdout
+    reproduce = "python benchmarks/jobs.py --samples 2 --repeats 1 --warmup 0 --command-repeats 1 --machine-calls 2"
+    assert f"reproduce: {reproduce}" in stdout
+    assert "machine: 2 calls of problem in one process, and 2 in each of two at once" in stdout
+    assert "the machine's speed-up for 2 processes (2 × one ÷ two): " in stdout
+    # --samples 2: 4 coordinates, 8 probes and 2 f(θ) in the workers; 4 f(θ) and 4 direction probes here,
+    # and each of the 4 chunks' first coordinate probed again: 16 calls.
+    assert stdout.count("calls with jobs=2: 16 here (8 of them verifying 4 chunks), 10 in the workers; ") == 3
     labels = (
         "CPU-bound ~5 s: benchmarks/_recurrent.py:problem",
         "CPU-bound ~1 s: benchmarks/_recurrent.py:second_problem",

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +100,17 @@ def raises():
         return _squares(parameters)
 
     return _problem(objective)
+
+
+def raises_at_once():
+    # Coordinate 0's probe raises while the later chunks are still running or waiting.
+    def objective(parameters):
+        if parameters["w"][0] != -1.0:
+            raise ValueError("w[0] is probed")
+        time.sleep(0.001)
+        return _squares(parameters)
+
+    return _problem(objective, np.linspace(-1.0, 1.0, 400))
 
 
 def nan():
@@ -403,6 +415,26 @@ def test_ctrl_c_with_workers_running_exits_130_with_every_array_restored(problem
     for worker in workers:  # stopped with the command, not left running
         with pytest.raises(ProcessLookupError):
             os.kill(worker, 0)
+
+
+def test_a_stopped_pool_leaves_no_thread_of_its_own_running(problems, monkeypatch):
+    # The executor's manager thread, made slow to finish as on a busy machine: one left running would
+    # still be closing its wake-up pipe when the interpreter's exit hook (concurrent.futures.process.
+    # _python_exit) writes to it, which printed "Exception ignored in: <module 'threading'>".
+    import concurrent.futures.process
+
+    manager = concurrent.futures.process._ExecutorManagerThread
+    finish = manager.join_executor_internals
+
+    def slowly(self):
+        time.sleep(0.5)
+        finish(self)
+
+    monkeypatch.setattr(manager, "join_executor_internals", slowly)
+    before = set(threading.enumerate())
+    with pytest.raises(ValueError, match=r"^w\[0\] is probed$"):  # the pool is stopped with chunks pending
+        check_problem(load_problem(f"{problems}:raises_at_once"), samples="all", jobs=2)
+    assert [thread.name for thread in threading.enumerate() if thread not in before] == []
 
 
 # ------------------------------------------------------------ the split

@@ -34,6 +34,8 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="signals to a child p
 PROBLEMS = """
 import multiprocessing
 import os
+import struct
+import sys
 import time
 
 import numpy as np
@@ -72,6 +74,26 @@ def _recording(parameters):
 def workers():
     w = np.linspace(-1.0, 1.0, 64)
     return GradientProblem(_recording, {"w": w}, {"w": 2.0 * w})
+
+
+def _cut_short(parameters):
+    # One worker sends the start of a result and no more (as one killed mid-send would), then holds.
+    if multiprocessing.parent_process() is not None:
+        try:
+            os.close(os.open(os.path.join(MARK, "first"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass
+        else:
+            frame = sys._getframe()
+            while "result_queue" not in frame.f_locals:  # concurrent.futures.process._process_worker's
+                frame = frame.f_back
+            os.write(frame.f_locals["result_queue"]._writer.fileno(), struct.pack("!i", 1000) + b"cut")
+    return _recording(parameters)
+
+
+def cut_short():
+    w = np.linspace(-1.0, 1.0, 64)
+    return GradientProblem(_cut_short, {"w": w}, {"w": 2.0 * w})
 """
 
 
@@ -178,6 +200,19 @@ def test_2_the_workers_end_with_their_parent_within_two_seconds(problems, tmp_pa
 
 
 @posix_only
+def test_2_a_worker_cut_short_sending_its_result_does_not_hang_the_ending(problems, tmp_path):
+    # The executor's thread waits for the rest of that result; the parent's stop must still end it.
+    mark = tmp_path / "running"
+    mark.mkdir()
+    process = _start(["check", f"{problems}:cut_short", "--jobs", "2"], {"GRADCHECK_TEST_MARK": str(mark)})
+    _poll(lambda: len([name for name in os.listdir(mark) if name.isdigit()]) == 2, process)
+    workers = [int(name) for name in os.listdir(mark) if name.isdigit()]
+    process.send_signal(signal.SIGTERM)
+    assert _ended(process) == (128 + signal.SIGTERM, b"", b"Error: interrupted by SIGTERM\n")
+    assert not any(map(_alive, workers))
+
+
+@posix_only
 def test_2_ctrl_c_to_a_parent_with_workers_is_exactly_one_line(problems, tmp_path):
     # The SIGINT goes to the parent alone: it stops its workers, and nothing else reaches stderr
     # ("Exception ignored in: <module 'threading'>" was the noise of a second interruption).
@@ -190,6 +225,61 @@ def test_2_ctrl_c_to_a_parent_with_workers_is_exactly_one_line(problems, tmp_pat
     process.send_signal(signal.SIGINT)  # a second Ctrl-C during the clean-up is ignored
     assert _ended(process) == (EXIT_INTERRUPTED, b"", b"Error: interrupted\n")
     assert not any(map(_alive, workers))
+
+
+# The interpreter's last steps put every signal with a Python handler back to its default: a second
+# signal there killed the command (status −2, a SIGINT's) instead of being ignored. This script holds
+# still there, after those steps, until the test has sent it one.
+FINALIZING = """
+import os
+import sys
+import time
+
+from gradcheck_cli.cli import main
+
+
+class _Late:
+    def __del__(self, os=os, sleep=time.sleep, mark=os.environ["GRADCHECK_TEST_MARK"]):
+        os.close(os.open(mark + "/finalizing", os.O_CREAT | os.O_WRONLY))
+        while not os.access(mark + "/sent", os.F_OK):
+            sleep(0.01)
+
+
+if __name__ == "__main__":
+    LATE = _Late()
+    LATE.cycle = LATE  # freed with this module's globals, the interpreter's very last work
+    main(sys.argv[1:], prog_name="gradcheck")
+"""
+
+
+@posix_only
+@pytest.mark.parametrize("first", [None, "SIGTERM"], ids=["completed", "interrupted"])
+@pytest.mark.parametrize("late", ENDING)
+def test_2_a_late_signal_while_the_interpreter_ends_is_ignored(problems, tmp_path, first, late):
+    mark = tmp_path / "marks"
+    mark.mkdir()
+    script = tmp_path / "finalizing.py"
+    script.write_text(textwrap.dedent(FINALIZING))
+    arguments = ["demo"] if first is None else ["check", f"{problems}:workers", "--jobs", "2"]
+    environment = {**os.environ, "NO_COLOR": "1", "GRADCHECK_TEST_MARK": str(mark), "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, str(script), *arguments],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    if first is not None:
+        _poll(lambda: len([name for name in os.listdir(mark) if name.isdigit()]) == 2, process)
+        process.send_signal(getattr(signal, first))
+    _poll(lambda: (mark / "finalizing").exists(), process)
+    process.send_signal(getattr(signal, late))
+    (mark / "sent").touch()
+    status, stdout, stderr = _ended(process)
+    if first is None:
+        assert (status, stderr) == (0, b"") and stdout
+    else:
+        assert (status, stdout, stderr) == (128 + signal.SIGTERM, b"", b"Error: interrupted by SIGTERM\n")
 
 
 # 3. A torch tensor over read-only memory is refused before any write, not a segmentation fault.
