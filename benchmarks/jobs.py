@@ -88,11 +88,12 @@ def _calls_alone(arguments) -> float:
 
 def machine_row(function: str, calls: int, repeats: int) -> None:
     """The machine's own speed-up for two processes: one process making ``calls`` calls of the objective
-    against two making as many each at once, interleaved, in two forks of a forkserver as the workers
-    are. No split of a check between two processes can do better than this ratio."""
+    against two making as many each at once, interleaved, in two spawned processes (not forks of the
+    forkserver: started here, it would be the one gradcheck's workers come from, without the imports
+    gradcheck has it make first). No split of a check between two processes can do better than this ratio."""
     import multiprocessing
 
-    with multiprocessing.get_context("forkserver").Pool(2) as pool:
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
         pool.map(_calls_alone, [(function, 1)] * 2)  # both loaded, warm
         ratios, ones, twos = [], [], []
         for _ in range(repeats):
