@@ -18,7 +18,7 @@ from .chapter.estimator import evaluated_value
 from .chapter.tensors import write_back
 from .errors import NonFiniteEvaluation, ReadOnlyArray
 from .estimates import NoiseModel, estimate_columns, value_epsilons
-from .judge import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
+from .judge_terms import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
 from .records import Record, same_array_bits
 from .splitmix import splitmix64_array
 

@@ -12,15 +12,15 @@ import numpy as np
 
 from .chapter.dtypes import ProbeDtype
 from .chapter.sweep import ProbeColumns, SlopeColumns
-from .judge import (
+from .judge import verdict_passes
+from .judge_reasons import NOISE_LIMIT
+from .judge_terms import (
     FLOOR_FACTOR,
     HIGHER_PRECISION_FLOOR_FACTOR,
-    NOISE_LIMIT,
     ROUNDING_FACTOR,
     ErrorBar,
     JudgedEstimate,
     Standard,
-    verdict_passes,
 )
 
 __all__ = [

@@ -22,15 +22,8 @@ from .cotangents import DEFAULT_SEED, tangent
 from .errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from .estimates import estimate_columns, value_epsilons
 from .formatting import short_repr
-from .judge import (
-    CONFIRMATION_FACTORS,
-    JudgedEstimate,
-    Resolution,
-    Standard,
-    judge_confirmed,
-    judge_primary,
-    with_step_sensitivity,
-)
+from .judge import judge_confirmed, judge_primary, with_step_sensitivity
+from .judge_terms import CONFIRMATION_FACTORS, JudgedEstimate, Resolution, Standard
 from .problem import GradientProblem, reject_shared_memory, selected_names
 from .records import Record
 

@@ -9,57 +9,33 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .judge_reasons import (
-    NOISE_LIMIT,
     agreement,
     collapse_reason,
     disagreement_reason,
     evidence_note,
-    noise_note,
     undecided_reason,
 )
 from .judge_terms import (
-    CONFIRMATION_FACTORS,
     FAILED,
     FAIL_MARGIN,
-    FLOOR_FACTOR,
-    HIGHER_PRECISION_FLOOR_FACTOR,
     INCONCLUSIVE,
     KINK,
     PASSED,
-    ROUNDING_FACTOR,
-    ErrorBar,
     Evidence,
     JudgedEstimate,
     Judgement,
-    Resolution,
     Standard,
     disagrees,
     resolution_scale,
-    slopes_agree,
     threshold,
 )
 
 __all__ = [
-    "ROUNDING_FACTOR",
-    "FAIL_MARGIN",
-    "CONFIRMATION_FACTORS",
-    "FLOOR_FACTOR",
-    "HIGHER_PRECISION_FLOOR_FACTOR",
-    "NOISE_LIMIT",
-    "ErrorBar",
-    "JudgedEstimate",
-    "Judgement",
-    "Resolution",
-    "Standard",
-    "Evidence",
-    "slopes_agree",
     "verdict_passes",
     "verdict_of",
     "judge_primary",
-    "agreement",
     "with_step_sensitivity",
     "judge_confirmed",
-    "noise_note",
 ]
 
 

@@ -11,16 +11,8 @@ import pytest
 
 from gradcheck_cli import check_gradients
 from gradcheck_cli.estimates import estimate_columns
-from gradcheck_cli.judge import (
-    FAILED,
-    INCONCLUSIVE,
-    PASSED,
-    Resolution,
-    Standard,
-    judge_confirmed,
-    judge_primary,
-    with_step_sensitivity,
-)
+from gradcheck_cli.judge import judge_confirmed, judge_primary, with_step_sensitivity
+from gradcheck_cli.judge_terms import FAILED, INCONCLUSIVE, PASSED, Resolution, Standard
 from gradcheck_cli.selection import structured_coordinates
 from gradcheck_cli.testing import assert_gradients_match
 

@@ -22,7 +22,7 @@ from gradcheck_cli import (
     directional,
     errors,
     hessian,
-    judge,
+    judge_terms,
     schemas,
     taylor,
 )
@@ -124,8 +124,8 @@ RECORD_SCHEMAS = {
     check.ParameterCheck: ("report", "/$defs/parameter"),
     check.CoordinateCheck: ("report", "/$defs/coordinate_check"),
     check.KinkVerdict: ("report", "/$defs/kink"),
-    judge.JudgedEstimate: ("report", "/$defs/estimate"),
-    judge.ErrorBar: ("report", "/$defs/error_bar"),
+    judge_terms.JudgedEstimate: ("report", "/$defs/estimate"),
+    judge_terms.ErrorBar: ("report", "/$defs/error_bar"),
     directional.DirectionalCheck: ("report", "/$defs/directional"),
     diagnosis.Diagnosis: ("report", "/$defs/diagnosis"),
     taylor.TaylorResult: ("taylor-result", ""),
@@ -261,8 +261,8 @@ def test_the_diagnosis_kinds_are_the_codes():
 def test_the_verdicts_are_the_judges():
     """A coordinate and a directional test can each be a suspected kink; a parameter and the report cannot."""
     report = schemas.raw("report")
-    verdicts = [judge.PASSED, judge.FAILED, judge.INCONCLUSIVE]
+    verdicts = [judge_terms.PASSED, judge_terms.FAILED, judge_terms.INCONCLUSIVE]
     assert report["properties"]["verdict"]["enum"] == verdicts
     assert report["$defs"]["parameter"]["properties"]["verdict"]["enum"] == verdicts
     for name in ("coordinate_check", "directional"):
-        assert report["$defs"][name]["properties"]["verdict"]["enum"] == [*verdicts, judge.KINK]
+        assert report["$defs"][name]["properties"]["verdict"]["enum"] == [*verdicts, judge_terms.KINK]

@@ -15,7 +15,8 @@ from gradcheck_cli.chapter.sweep import plan_columns, with_probes
 from gradcheck_cli.check import CoordinateChecks, check_gradients
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.estimates import EstimateColumns
-from gradcheck_cli.judge import PASSED, Resolution, Standard, verdict_passes
+from gradcheck_cli.judge import verdict_passes
+from gradcheck_cli.judge_terms import PASSED, Resolution, Standard
 from gradcheck_cli.records import float_bits, same_bits
 
 

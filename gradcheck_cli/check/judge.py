@@ -37,7 +37,9 @@ from ..estimates import (
     stencil_estimates,
     value_epsilons,
 )
-from ..judge import (
+from ..judge import judge_confirmed, judge_primary, verdict_of, with_step_sensitivity
+from ..judge_reasons import agreement
+from ..judge_terms import (
     CONFIRMATION_FACTORS,
     FAILED,
     FAIL_MARGIN,
@@ -49,11 +51,6 @@ from ..judge import (
     Judgement,
     Resolution,
     Standard,
-    agreement,
-    judge_confirmed,
-    judge_primary,
-    verdict_of,
-    with_step_sensitivity,
 )
 from ..records import float_bits
 from .plan import PlannedParameter

@@ -26,9 +26,7 @@ from ..errors import (
     ParameterChanged,
     ReadOnlyArray,
 )
-from ..judge import (
-    CONFIRMATION_FACTORS,
-)
+from ..judge_terms import CONFIRMATION_FACTORS
 from ..records import same_array_bits
 from .plan import PlannedParameter
 

@@ -17,10 +17,7 @@ from ..chapter.estimator import (
 from ..chapter.sweep import index_columns
 from ..diagnosis import Diagnosis
 from ..directional import DirectionalCheck
-from ..judge import (
-    FAILED,
-    PASSED,
-)
+from ..judge_terms import FAILED, PASSED
 from ..records import Record
 
 
