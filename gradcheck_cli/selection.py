@@ -106,13 +106,14 @@ def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Call
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
             block = block.astype(np.float64, copy=False)
-        magnitudes = np.abs(block, out=buffer[: stop - start])
-        peak = float(np.max(magnitudes, initial=0.0))  # NaN where an entry is: then no entry is skipped on its account
+        high, low = float(np.max(block, initial=-math.inf)), float(np.min(block, initial=math.inf))  # NaN: NaN
+        peak = max(high, -low, 0.0) if not (math.isnan(high) or math.isnan(low)) else math.nan
         if non_finite is not None and not math.isfinite(peak):
             non_finite()
         largest = peak if not peak <= largest else largest
         if peak <= threshold:
             continue
+        magnitudes = np.abs(block, out=buffer[: stop - start])
         hits = np.flatnonzero(magnitudes > threshold)
         if hits.size == 0:
             continue

@@ -95,19 +95,15 @@ def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_ot
 
 
 def test_a_scale_told_no_entry_exceeds_its_cap_weighs_as_one_that_caps():
-    from gradcheck_cli.directional import DirectionScale
+    from gradcheck_cli.direction import DirectionScale
 
     rng = np.random.default_rng(3)
     gradient = rng.standard_normal(5000).astype(np.float32)
-    magnitudes = rng.uniform(0.5, 2.0, 5000)
+    shifts = rng.uniform(0.5, 2.0, 5000) * rng.choice([-1.0, 1.0], 5000)
     offsets, resolved = np.array([7, 4000]), np.array([0.25, 3.0])
     for cap in (float(np.max(np.abs(gradient))), 1.0):
         peak = float(np.max(np.abs(gradient)))
-        told = DirectionScale(offsets, resolved, cap, peak).products(
-            FlatBlocks(gradient), 0, 5000, magnitudes, np.empty(5000)
-        )
-        capping = DirectionScale(offsets, resolved, cap).products(
-            FlatBlocks(gradient), 0, 5000, magnitudes, np.empty(5000)
-        )
+        told = DirectionScale(offsets, resolved, cap, peak).weighted(FlatBlocks(gradient), 0, shifts, np.empty(5000))
+        capping = DirectionScale(offsets, resolved, cap).weighted(FlatBlocks(gradient), 0, shifts, np.empty(5000))
         assert told.tobytes() == capping.tobytes()
         assert DirectionScale(offsets, resolved, cap, peak).capped is (peak > cap)

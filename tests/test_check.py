@@ -1133,7 +1133,7 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
     # scaled ×1000, and g's terms there nearly cancel along the direction: g₁Δ₁ = c, g₂Δ₂ = −(1 − 1e-7)c
     # with c = h/√3. The gap (1000 − 1)·1e-7·c is 5.77e-5 of ‖g∘Δ‖₂ = √3·c (every |g_i Δ_i| = c up to
     # 1e-7), beyond the tolerance 6.1e-6; beside ‖a∘Δ‖₂ ≈ 1000·√2·c it was 7.06e-8 and passed.
-    from gradcheck_cli.directional import direction_signs
+    from gradcheck_cli.direction import direction_signs
 
     signs = direction_signs(3)
     g = np.array([1.0, signs[1], -signs[2] * (1 - 1e-7)])
@@ -1156,38 +1156,39 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 
 
 def _reference_direction(w, g, step, multiplier=1.0):
-    """θ ± m·h_i·s_i/√N rounded into w's dtype, the shifts' sums and moved count, on whole arrays."""
+    """θ₊ = θ + m·Δ and θ₋ = θ − (θ₊ − θ) rounded into w's dtype, the shifts' sums and moved count, on
+    whole arrays: Δ_i = s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·step/√N)."""
     from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.directional import direction_signs
+    from gradcheck_cli.direction import direction_signs
 
     exact = np.array(w, dtype=np.float64, order="C")
-    if step is None:
-        steps = probe_dtype(w.dtype).step_factor * np.maximum(np.abs(exact), 1.0)
-    else:
-        steps = np.full(exact.shape, step)
-    displacement = steps * direction_signs(exact.size).reshape(exact.shape) / math.sqrt(exact.size)
-    plus = (exact + multiplier * displacement).astype(w.dtype)
-    minus = (exact - multiplier * displacement).astype(w.dtype)
-    plus_shift, minus_shift = plus.astype(np.float64) - exact, exact - minus.astype(np.float64)
-    products = np.multiply(g, plus_shift + minus_shift)
+    unit = (probe_dtype(w.dtype).step_factor if step is None else step) / math.sqrt(exact.size)
+    signed = direction_signs(exact.size).reshape(exact.shape) * (unit * multiplier if multiplier != 1.0 else unit)
+    displacement = signed if step is not None else np.maximum(np.abs(exact), 1.0) * signed
+    plus = (exact + displacement).astype(w.dtype)
+    minus = (exact - (plus.astype(np.float64) - exact)).astype(w.dtype)
+    shifts = plus.astype(np.float64) - minus.astype(np.float64)
+    products = np.multiply(g, shifts)
     return {
         "plus": plus,
         "minus": minus,
-        "displacement": displacement,
-        "moved": int(np.count_nonzero(plus_shift) + np.count_nonzero(minus_shift)),
+        "shifts": shifts,
+        "moved": int(
+            np.count_nonzero(plus.astype(np.float64) != exact) + np.count_nonzero(minus.astype(np.float64) != exact)
+        ),
         "dot": float(np.sum(products)),
         "norm": math.sqrt(float(np.sum(products * products))),
     }
 
 
-def _reference_direction_scale(g, displacement, checks):
-    """‖ĝ∘Δ‖₂: |a| capped at the checked coordinates' largest one-sided slope, those slopes there."""
+def _reference_direction_scale(g, shifts, checks):
+    """‖ĝ∘s‖₂/2: |a| capped at the checked coordinates' largest one-sided slope, those slopes there."""
     resolved = {c.flat_index: max(abs(c.kink.slopes.left), abs(c.kink.slopes.right)) for c in checks}
     magnitude = np.fmin(np.abs(np.asarray(g, dtype=np.float64)).reshape(-1), max(resolved.values()))
     magnitude[list(resolved)] = list(resolved.values())
-    products = magnitude * np.abs(displacement.reshape(-1))
+    products = magnitude * np.abs(shifts.reshape(-1))
     largest = float(np.max(products))
-    return largest * math.sqrt(float(np.sum(np.square(products / largest))))
+    return largest * math.sqrt(float(np.sum(np.square(products / largest)))) / 2
 
 
 def _layout(values: np.ndarray, layout: str, dtype, tmp_path):
@@ -1256,8 +1257,8 @@ def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype
     assert directional.minus_value == objective({"w": reference["minus"]})
     first = directional.estimates[0]
     assert first.analytic == reference["dot"] / 2
-    scale = _reference_direction_scale(g, reference["displacement"], report.parameters[0].checks)
-    assert first.scale == max(abs(first.analytic), abs(first.numerical), scale)
+    scale = _reference_direction_scale(g, reference["shifts"], report.parameters[0].checks)
+    assert first.scale == pytest.approx(max(abs(first.analytic), abs(first.numerical), scale), rel=1e-13)
 
 
 def test_the_direction_scale_is_what_the_reference_battery_reads():
@@ -1269,19 +1270,86 @@ def test_the_direction_scale_is_what_the_reference_battery_reads():
         g = 2 * w
         report = check_gradients(lambda p: float(np.sum(p["w"] ** 2)), {"w": w}, {"w": g}, samples=16)
         first = report.parameters[0].directional.estimates[0]
-        scale = _reference_direction_scale(
-            g, _reference_direction(w, g, None)["displacement"], report.parameters[0].checks
-        )
+        scale = _reference_direction_scale(g, _reference_direction(w, g, None)["shifts"], report.parameters[0].checks)
         dominant += scale > max(abs(first.analytic), abs(first.numerical))
-        assert first.scale == max(abs(first.analytic), abs(first.numerical), scale)
+        assert first.scale == pytest.approx(max(abs(first.analytic), abs(first.numerical), scale), rel=1e-13)
     assert dominant >= 3
+
+
+def _scaled_norm(values) -> float:
+    values = np.abs(np.asarray(values, dtype=np.float64)).reshape(-1)
+    largest = float(np.max(values))
+    return largest * math.sqrt(float(np.sum(np.square(values / largest))))
+
+
+@pytest.mark.parametrize("magnitude", [1e200, 1e-200, 1e-160])
+@pytest.mark.parametrize("capped", [False, True])
+def test_the_norms_of_a_gradient_whose_squares_overflow_or_underflow_are_taken_scaled(magnitude, capped):
+    """Σ (a·s)² overflows at |a| ~ 1e200 and loses every term to underflow at 1e-200: the norms are then
+    taken again, scaled, equal to a scaled whole-array reference (the plain sums gave inf and 0)."""
+    from gradcheck_cli.chapter.dtypes import probe_dtype
+    from gradcheck_cli.direction import Direction, DirectionScale, DirectionalProbing
+    from gradcheck_cli.directional import probe_direction
+
+    rng = np.random.default_rng(17)
+    size = 3 * 2**16 + 5
+    w = rng.standard_normal(size)
+    g = rng.uniform(0.5, 2.0, size) * magnitude
+    offsets, resolved = np.array([3, 70_000]), np.array([g[3], g[70_000]])
+    peak = float(np.max(g))
+    cap = 0.9 * peak if capped else peak
+    scale = DirectionScale(offsets, resolved, cap, peak)
+    direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=size)
+    values = iter([1.5, 0.5])
+    saved = w.copy()
+    probe = probe_direction(DirectionalProbing(w, saved, g, direction, lambda: next(values), peak), 1.0, scale=scale)
+    with np.errstate(over="ignore", under="ignore"):  # the plain sums of squares, what the check does not use here
+        reference = _reference_direction(saved, g, None)
+    weights = np.fmin(g, cap)
+    weights[offsets] = resolved
+    assert probe.scale == pytest.approx(_scaled_norm(g * reference["shifts"]) / 2, rel=1e-12)
+    assert scale.norm == pytest.approx(_scaled_norm(weights * reference["shifts"]) / 2, rel=1e-12)
+    assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided", "bfloat16"])
+@pytest.mark.parametrize("during", ["plus", "minus"])
+def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_overwritten(layout, during):
+    """θ₋ is computed from the θ₊ the array holds: where the objective changed θ₊ in place during its
+    call, θ₋ would be off, so the change is a ParameterChanged error (the array restored). A change
+    made during the minus probe's call is overwritten by the restoring, as a coordinate's is."""
+    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.errors import ParameterChanged
+
+    dtype = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}.get(layout, np.float64)
+    base = np.linspace(-1.0, 1.0, 2 * (2 * BLOCK + 9)).astype(dtype)
+    x = base[::2] if layout == "strided" else base[: 2 * BLOCK + 9]
+    before, original, directions = base.tobytes(), np.array(x, dtype=np.float64), []
+
+    def objective(parameters):
+        moved = np.count_nonzero(np.asarray(parameters["x"], dtype=np.float64) != original)
+        if moved > 1:  # one of the direction's probes: every element moved
+            directions.append(moved)
+            if len(directions) == (1 if during == "plus" else 2):
+                parameters["x"][BLOCK + 3] = 7.0
+        return float(np.sum(np.asarray(parameters["x"], dtype=np.float64) ** 2))
+
+    gradient = (2.0 * np.asarray(x, dtype=np.float64)).astype(dtype)
+    if during == "plus":
+        with pytest.raises(ParameterChanged, match="'x' was modified in place"):
+            check_gradients(objective, {"x": x}, {"x": gradient})
+        assert len(directions) == 1
+    else:
+        assert check_gradients(objective, {"x": x}, {"x": gradient}).passed
+    assert base.tobytes() == before
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.directional import Direction, DirectionalProbing, probe_direction
+    from gradcheck_cli.direction import Direction, DirectionalProbing
+    from gradcheck_cli.directional import probe_direction
 
     rng = np.random.default_rng(11)
     w = np.array(rng.standard_normal((41, 1700)) * 3, dtype=dtype)[:, ::2]  # 34 850 elements, strided
@@ -1383,7 +1451,8 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
     """Where every probe provably moves (the default step, small enough N) moved is 2N uncounted:
     compared with the whole-array count at θ from 0 and subnormals to 1e37, both signs."""
     from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.directional import Direction, DirectionalProbing, _epsilon, probe_direction
+    from gradcheck_cli.direction import Direction, DirectionalProbing, dtype_epsilon
+    from gradcheck_cli.directional import probe_direction
 
     rng = np.random.default_rng(size)
     tiny = float(np.finfo(dtype).smallest_subnormal)
@@ -1392,7 +1461,7 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
     w[: len(magnitudes)] = magnitudes
     g = rng.standard_normal(size)
     direction = Direction(step=None, step_factor=probe_dtype(w.dtype).step_factor, elements=size)
-    assert direction.moves_everywhere(multiplier, _epsilon(w.dtype)) is shortcut
+    assert direction.moves_everywhere(multiplier, dtype_epsilon(w.dtype)) is shortcut
     values = iter([1.0, 0.0])
     probe = probe_direction(
         DirectionalProbing(w, np.array(w, copy=True), g, direction, lambda: next(values)), multiplier
@@ -1401,11 +1470,12 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
 
 
 def test_a_given_step_is_always_counted_and_its_unmoved_elements_are_not():
-    from gradcheck_cli.directional import Direction, DirectionalProbing, _epsilon, probe_direction
+    from gradcheck_cli.direction import Direction, DirectionalProbing, dtype_epsilon
+    from gradcheck_cli.directional import probe_direction
 
     w = np.where(np.arange(5000) % 3 == 0, 1e30, 1.0)
     direction = Direction(step=1e-3, step_factor=0.0, elements=w.size)
-    assert not direction.moves_everywhere(1.0, _epsilon(w.dtype))
+    assert not direction.moves_everywhere(1.0, dtype_epsilon(w.dtype))
     values = iter([1.0, 0.0])
     probe = probe_direction(DirectionalProbing(w, w.copy(), np.ones(w.size), direction, lambda: next(values)), 1.0)
     assert probe.moved == _reference_direction(w, np.ones(w.size), 1e-3)["moved"] == 2 * 3333
@@ -1473,7 +1543,7 @@ def test_a_check_run_in_the_middle_of_another_checks_pass_changes_nothing_of_it(
     """A signal handler or a finalizer may run a check while another is in the middle of a whole-array
     pass in the same thread: the inner check's temporaries must not be the outer pass's (its probes
     were written from the inner check's numbers: a correct directional test read 4193 against -0.001)."""
-    from gradcheck_cli import directional
+    from gradcheck_cli.direction import Direction
 
     n = 3 * 65536 + 11
     w = np.linspace(-2.0, 3.0, n)
@@ -1482,18 +1552,18 @@ def test_a_check_run_in_the_middle_of_another_checks_pass_changes_nothing_of_it(
         return 0.5 * float(np.sum(np.sin(p["w"])))
 
     clean = check_gradients(objective, {"w": w}, {"w": 0.5 * np.cos(w)}).to_dict()
-    original, nested, running = directional._magnitudes, [], []
+    original, nested, running = Direction.displacement, [], []
     other = np.linspace(5.0, 9.0, n)
 
-    def interrupted(exact, direction, multiplier, out):
-        magnitudes = original(exact, direction, multiplier, out)
+    def interrupted(direction, exact, start, out, multiplier=1.0):
+        magnitudes = original(direction, exact, start, out, multiplier)
         if len(nested) < 3 and not running:  # as a handler would, between two operations of a block
             running.append(True)
             nested.append(check_gradients(lambda p: float(np.sum(p["v"] ** 3)), {"v": other}, {"v": 3 * other**2}))
             running.pop()
         return magnitudes
 
-    monkeypatch.setattr(directional, "_magnitudes", interrupted)
+    monkeypatch.setattr(Direction, "displacement", interrupted)
     assert check_gradients(objective, {"w": w}, {"w": 0.5 * np.cos(w)}).to_dict() == clean
     assert len(nested) == 3 and all(report.passed for report in nested)
     assert w.tobytes() == np.linspace(-2.0, 3.0, n).tobytes()

@@ -30,6 +30,7 @@ LAYERS = (
                 "judge_reasons",
                 "verdicts",
                 "selection",
+                "direction",
                 "directional",
                 "diagnosis",
                 "check.",

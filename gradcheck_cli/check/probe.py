@@ -19,7 +19,8 @@ from ..chapter.tensors import (
     probing_objective,
     write_back,
 )
-from ..directional import Direction, DirectionScale, DirectionalProbing, probe_direction
+from ..direction import Direction, DirectionScale, DirectionalProbing
+from ..directional import probe_direction
 from ..errors import (
     AtParameter,
     GradCheckError,
@@ -184,7 +185,7 @@ def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float,
     )
     direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
     item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
-    item.direction_scale = scale.value(int(planned.array.size)) if direction is not None else 0.0
+    item.direction_scale = scale.norm if direction is not None else 0.0
     return item
 
 
@@ -213,7 +214,7 @@ def probe_parameter_direction(
     counted.unchanged(planned.name, at={})  # its bits: compared in the plus probe's pass
     try:
         return probe_direction(
-            DirectionalProbing(planned.array, saved, planned.gradient, displacement, counted),
+            DirectionalProbing(planned.array, saved, planned.gradient, displacement, counted, planned.gradient_peak),
             multiplier,
             required=multiplier == 1.0,
             scale=scale,
@@ -226,7 +227,8 @@ def probe_parameter_direction(
 
 
 def _direction_displacement(planned: PlannedParameter) -> Direction:
-    """h_i·s_i/√N: each coordinate's step along the ±1 direction, scaled so that ‖Δ‖ is about one step."""
+    """s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·h/√N): each coordinate's step along the ±1 direction,
+    scaled so that ‖Δ‖ is about one step."""
     return Direction(step=planned.step, step_factor=planned.dtype.step_factor, elements=int(planned.array.size))
 
 
