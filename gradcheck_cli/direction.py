@@ -17,7 +17,7 @@ import numpy as np
 
 from .blocks import FlatBlocks, block_bounds, scratch, scratch_pass, tree_sum
 from .chapter.tensors import write_back
-from .records import same_array_bits
+from .records import byte_comparison, same_array_bits
 from .splitmix import splitmix64_array
 
 __all__ = [
@@ -54,11 +54,11 @@ def direction_signs(count: int, seed: int = DIRECTION_SEED) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def _signed_units(unit: float, count: int) -> np.ndarray:
+def _signed_units(unit: float, count: int, dtype=np.float64) -> np.ndarray:
     """±``unit`` by :func:`direction_signs` for min(count, 2·SIGN_PERIOD) elements, kept (≤ 1 MiB each):
     elements start:start+n of any block (n ≤ BLOCK < SIGN_PERIOD) are its entries start mod
     SIGN_PERIOD onwards."""
-    units = np.multiply(direction_signs(min(count, 2 * SIGN_PERIOD)), unit)
+    units = np.multiply(direction_signs(min(count, 2 * SIGN_PERIOD)), unit).astype(dtype, copy=False)
     units.flags.writeable = False
     return units
 
@@ -69,8 +69,9 @@ class Direction:
 
     s_i = ±1 (:func:`direction_signs`) and u = ε^(1/3)/√N (``step_factor`` = ε^(1/3), ``elements`` = N),
     so that ‖Δ‖ is about one step ε^(1/3)·max(1, |θ_i|); or, with a requested ``step`` for every
-    coordinate, Δ_i = s_i·step/√N. Nothing of the size of the array is kept: the displacement of
-    elements start:stop is computed from their θ.
+    coordinate, Δ_i = s_i·step/√N. Computed in float32 for a float32 θ (u rounded to float32 first),
+    in float64 otherwise. Nothing of the size of the array is kept: the displacement of elements
+    start:stop is computed from their θ.
     """
 
     step: float | None
@@ -82,11 +83,15 @@ class Direction:
         unit = (self.step_factor if self.step is None else self.step) / math.sqrt(self.elements)
         return unit if multiplier == 1.0 else unit * multiplier  # 1·x is x, bit for bit
 
+    def signed_units(self, multiplier: float, dtype) -> np.ndarray:
+        """±m·u by :func:`direction_signs` (kept), in ``dtype``: what Δ is, where max(1, |θ_i|) is 1."""
+        return _signed_units(self.unit(multiplier), self.elements, dtype)
+
     def displacement(self, exact: np.ndarray, start: int, out: np.ndarray, multiplier: float = 1.0) -> np.ndarray:
-        """m·Δ_i of elements start:start+len(exact), whose float64 values are ``exact`` (into ``out``, or a
-        kept array when it does not depend on θ)."""
+        """m·Δ_i of elements start:start+len(exact), whose values are ``exact`` (float32 or float64; into
+        ``out``, of that dtype, or a kept array when it does not depend on θ)."""
         offset = start % SIGN_PERIOD
-        signed = _signed_units(self.unit(multiplier), self.elements)[offset : offset + len(exact)]
+        signed = self.signed_units(multiplier, exact.dtype)[offset : offset + len(exact)]
         if self.step is not None:
             return signed
         out = np.abs(exact, out=out[: len(exact)])
@@ -99,10 +104,12 @@ class Direction:
         return self.step is None and self.unit(multiplier) >= 8 * epsilon
 
     def shifts(self, exact: np.ndarray) -> np.ndarray:
-        """Δ of the whole parameter, flat, from its float64 values (what a failed test's diagnosis reads)."""
-        exact = np.asarray(exact, dtype=np.float64).reshape(-1)
-        signed = direction_signs(exact.size) * self.unit()
-        return signed if self.step is not None else np.maximum(np.abs(exact), 1.0) * signed
+        """Δ of the whole parameter, flat, in float64, from its values (what a failed test's diagnosis reads)."""
+        exact = np.asarray(exact).reshape(-1)
+        exact = exact if exact.dtype == np.float32 else exact.astype(np.float64)
+        signed = (direction_signs(exact.size) * self.unit()).astype(exact.dtype)
+        shifts = signed if self.step is not None else np.maximum(np.abs(exact), 1.0) * signed
+        return shifts.astype(np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +163,10 @@ class DirectionScale:
         """The share of elements start:start+len(shifts), given their shifts s and products a·s."""
         if self.capped:
             weighted = self.weighted(gradient, start, shifts, out)
-            self.squares.append(float(np.sum(np.square(weighted, out=weighted))))
+            self.squares.append(float(np.add.reduce(np.square(weighted, out=weighted))))
             return
+        if not self.offsets.size or not (start <= self.offsets[-1] and self.offsets[0] < start + len(shifts)):
+            return  # no checked coordinate in this block: nothing to correct
         low, high = np.searchsorted(self.offsets, (start, start + len(shifts)))
         if high > low:
             at = self.offsets[low:high] - start
@@ -180,14 +189,16 @@ class _Buffers:
     """The ``target`` of one pass (the probed array, a block at a time) and the pass's float64 (and
     dtype) temporaries, a block each (:func:`~gradcheck_cli.blocks.scratch`)."""
 
-    __slots__ = ("target", "exact", "step", "plus", "shift", "minus", "shifts", "weights", "own", "other")
+    __slots__ = ("target", "exact", "step", "plus", "shift", "minus", "shifts", "products", "weights", "own", "other")
 
     def __init__(self, target: FlatBlocks):
         count, dtype = target.array.size, target.array.dtype
         self.target = target
-        self.exact, self.step, self.plus, self.shift, self.minus, self.shifts, self.weights = (
-            scratch(name, count) for name in ("exact", "step", "plus", "shift", "minus", "shifts", "weights")
+        self.exact, self.plus, self.minus, self.shifts, self.products, self.weights = (
+            scratch(name, count) for name in ("exact", "plus", "minus", "shifts", "products", "weights")
         )
+        work = np.float32 if dtype == np.float32 else np.float64  # what Δ and θ₊ − θ are computed in
+        self.step, self.shift = (scratch(name, count, work) for name in ("step", "shift"))
         own = dtype != np.float64
         self.own, self.other = (scratch(name, count, dtype) if own else None for name in ("own", "other"))
 
@@ -255,18 +266,19 @@ def _checksum(values: np.ndarray) -> int:
 
 
 def _exact(source: FlatBlocks, start: int, stop: int, buffers: _Buffers) -> np.ndarray:
-    """θ of elements start:stop, exact in every float64 operation: float32 as it is (numpy's float64
-    loops cast it on input), any other dtype as float64."""
+    """θ of elements start:stop, what the probes are computed from: float32 as it is (computed in
+    float32), any other dtype as float64."""
     values = source.read(start, stop)
     return values if values.dtype == np.float32 else source.float64(start, stop, buffers.exact)
 
 
 def _shift(buffers: _Buffers, exact: np.ndarray, plus: np.ndarray) -> np.ndarray:
-    """θ₊ − θ of one block in float64 (into ``buffers.shift``), from its θ₊ values: θ₋ = θ − (θ₊ − θ)
-    rounded into the dtype is what the plus probe's pass measures and the minus probe's pass writes."""
+    """θ₊ − θ of one block (into ``buffers.shift``), from its θ₊ values, in θ's float32 or float64:
+    θ₋ = θ − (θ₊ − θ) rounded into the dtype is what the plus probe's pass measures and the minus
+    probe's pass writes."""
     if plus.dtype not in (np.float64, np.float32):
         plus = _float64(plus, buffers.plus)
-    return np.subtract(plus, exact, out=buffers.shift[: len(exact)], dtype=np.float64)
+    return np.subtract(plus, exact, out=buffers.shift[: len(exact)])
 
 
 def _reflection(buffers: _Buffers, exact: np.ndarray, plus: np.ndarray) -> np.ndarray:
@@ -298,11 +310,12 @@ def plus_pass(probing: DirectionalProbing, multiplier: float, bounds: list, scal
     target, source, gradient = FlatBlocks(array), FlatBlocks(probing.saved), FlatBlocks(probing.analytic)
     counting = not direction.moves_everywhere(multiplier, dtype_epsilon(array.dtype))
     dots, squares, checksums, moved = [], [], [], 0 if counting else 2 * array.size
+    same = _block_comparison(target, source) if compare else None
     # A probe or a gradient near the float limit overflows to inf, not to a warning.
     with np.errstate(all="ignore"), scratch_pass():
         buffers = _Buffers(target)
         for start, stop in bounds:
-            if compare and not same_array_bits(target.read(start, stop), source.read(start, stop)):
+            if compare and not same(start, stop):
                 return CHANGED
             exact = _exact(source, start, stop, buffers)
             step = direction.displacement(exact, start, buffers.step, multiplier)
@@ -322,6 +335,16 @@ def plus_pass(probing: DirectionalProbing, multiplier: float, bounds: list, scal
         return PlusSums(tree_sum(dots, array.size), tree_sum(squares, array.size), moved, checksums)
 
 
+def _block_comparison(target: FlatBlocks, source: FlatBlocks) -> Callable[[int, int], bool]:
+    """same(start, stop): whether elements start:stop of ``target`` hold ``source``'s bits, memcmp at
+    the blocks' addresses where both arrays are C-contiguous (the same dtype), else block by block."""
+    memcmp = byte_comparison()
+    if memcmp is None or not (target.array.flags.c_contiguous and source.array.flags.c_contiguous):
+        return lambda start, stop: same_array_bits(target.read(start, stop), source.read(start, stop))
+    first, second, size = target.array.ctypes.data, source.array.ctypes.data, target.array.itemsize
+    return lambda start, stop: memcmp(first + start * size, second + start * size, (stop - start) * size) == 0
+
+
 def _block_sums(shifts: np.ndarray, gradient: FlatBlocks, start: int, buffers: _Buffers, scale=None):
     """(Σ a·s, Σ (a·s)²) of one block of shifts s = θ₊ − θ₋, numpy's pairwise sums (and the block's
     share of ``scale``); None when a shift is not finite.
@@ -329,13 +352,13 @@ def _block_sums(shifts: np.ndarray, gradient: FlatBlocks, start: int, buffers: _
     s has the sign of Δ (or is 0), ±inf, never NaN, where a probe is not finite, and a·±inf is ±inf
     or NaN, so a finite Σ a·s is the test of every shift; only where it is not (a shift, or a
     product near the float limit) are the shifts tested one by one."""
-    products = np.multiply(gradient.read(start, start + len(shifts)), shifts, out=buffers.step[: len(shifts)])
-    dot = float(np.sum(products, dtype=np.float64))
+    products = np.multiply(gradient.read(start, start + len(shifts)), shifts, out=buffers.products[: len(shifts)])
+    dot = float(np.add.reduce(products))
     if not math.isfinite(dot) and not np.all(np.isfinite(shifts)):
         return None
     if scale is not None:
         scale.add(gradient, start, shifts, products, buffers.weights)
-    return dot, float(np.sum(np.multiply(products, products, out=products), dtype=np.float64))
+    return dot, float(np.add.reduce(np.multiply(products, products, out=products)))
 
 
 def minus_pass(probing: DirectionalProbing, bounds: list, checksums: list) -> bool:
@@ -406,7 +429,7 @@ def _scaled_norms(probing: DirectionalProbing, multiplier: float, scale) -> tupl
             step = direction.displacement(exact, start, buffers.step, multiplier)
             plus = _rounded(np.add, exact, step, None if buffers.own is None else buffers.own[:n], buffers.weights[:n])
             shifts = _shifts(buffers, plus, _reflection(buffers, exact, plus))
-            own.add(np.multiply(gradient.read(start, stop), shifts, out=buffers.step[:n]))
+            own.add(np.multiply(gradient.read(start, stop), shifts, out=buffers.products[:n]))
             if scale is not None:
                 weighted.add(scale.weighted(gradient, start, shifts, buffers.weights))
     return own.value(), (None if scale is None else weighted.value() / 2)

@@ -1157,16 +1157,20 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 
 def _reference_direction(w, g, step, multiplier=1.0):
     """θ₊ = θ + m·Δ and θ₋ = θ − (θ₊ − θ) rounded into w's dtype, the shifts' sums and moved count, on
-    whole arrays: Δ_i = s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·step/√N)."""
+    whole arrays: Δ_i = s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·step/√N), in float32 for float32."""
     from gradcheck_cli.chapter.dtypes import probe_dtype
     from gradcheck_cli.direction import direction_signs
 
-    exact = np.array(w, dtype=np.float64, order="C")
+    work = np.float32 if w.dtype == np.float32 else np.float64  # float32 is computed in float32
+    exact = np.array(w, dtype=work, order="C")
     unit = (probe_dtype(w.dtype).step_factor if step is None else step) / math.sqrt(exact.size)
-    signed = direction_signs(exact.size).reshape(exact.shape) * (unit * multiplier if multiplier != 1.0 else unit)
+    signed = (
+        direction_signs(exact.size).reshape(exact.shape) * (unit * multiplier if multiplier != 1.0 else unit)
+    ).astype(work)
     displacement = signed if step is not None else np.maximum(np.abs(exact), 1.0) * signed
     plus = (exact + displacement).astype(w.dtype)
-    minus = (exact - (plus.astype(np.float64) - exact)).astype(w.dtype)
+    minus = (exact - (plus.astype(work) - exact)).astype(w.dtype)
+    exact = exact.astype(np.float64)
     shifts = plus.astype(np.float64) - minus.astype(np.float64)
     products = np.multiply(g, shifts)
     return {

@@ -159,3 +159,30 @@ def test_records_from_rows_are_the_constructors_records_in_every_respect():
 
     with pytest.raises(TypeError, match="has a __post_init__"):
         records_from_rows(Checked, [(1.0,)])
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "numpy"])
+def test_same_array_bits_tells_every_bit_apart_with_or_without_the_c_librarys_memcmp(layout, monkeypatch):
+    """-0.0 is not 0.0 and one NaN payload is not another, whether the bytes are compared by memcmp (two
+    C-contiguous arrays) or by numpy (any other layout, or no C library to load)."""
+    import numpy as np
+
+    from gradcheck_cli import records
+
+    if layout == "numpy":
+        monkeypatch.setattr(records, "byte_comparison", lambda: None)
+    base = np.linspace(-1.0, 1.0, 2 * 70_001)
+    first = base[::2] if layout == "strided" else base[:70_001]
+    assert records.same_array_bits(first, first.copy())
+    for position, value in [
+        (0, -0.0 if first[0] == 0.0 else 0.0),
+        (69_999, np.nan),
+        (35_000, first[35_000] * (1 + 2**-52)),
+    ]:
+        second = first.copy()
+        second[position] = value
+        assert not records.same_array_bits(first, second)
+    quiet, signalling = np.array([np.nan]), np.array([np.nan])
+    signalling.view(np.uint64)[0] ^= 1
+    assert records.same_array_bits(quiet, quiet.copy()) and not records.same_array_bits(quiet, signalling)
+    assert not records.same_array_bits(np.zeros(3), np.zeros(4)) and records.same_array_bits(np.zeros(0), np.zeros(0))
