@@ -77,6 +77,7 @@ class Direction:
     step: float | None
     step_factor: float
     elements: int
+    unit_blocks: frozenset = frozenset()  # the starts of the blocks where every |θ_i| ≤ 1: Δ_i = s_i·u there
 
     def unit(self, multiplier: float = 1.0) -> float:
         """m·u: the step of every coordinate (or its factor ε^(1/3)) over √N, times the multiplier."""
@@ -92,7 +93,7 @@ class Direction:
         ``out``, of that dtype, or a kept array when it does not depend on θ)."""
         offset = start % SIGN_PERIOD
         signed = self.signed_units(multiplier, exact.dtype)[offset : offset + len(exact)]
-        if self.step is not None:
+        if self.step is not None or start in self.unit_blocks:  # max(1, |θ_i|)·x is 1·x, x bit for bit
             return signed
         out = np.abs(exact, out=out[: len(exact)])
         return np.multiply(np.maximum(out, 1.0, out=out), signed, out=out)

@@ -1349,6 +1349,38 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(dtype):
+    """Where every |θ_i| of a block is at most 1 (read in the pass that takes the snapshot), Δ_i there is
+    s_i·u itself: max(1, |θ_i|)·x is x. The probes are the whole-array reference's, bit for bit."""
+    from gradcheck_cli.blocks import BLOCK, block_bounds
+    from gradcheck_cli.chapter.dtypes import probe_dtype
+    from gradcheck_cli.check.plan import _finite_snapshot
+    from gradcheck_cli.direction import Direction, DirectionalProbing
+    from gradcheck_cli.directional import probe_direction
+
+    rng = np.random.default_rng(23)
+    size = 4 * BLOCK + 3
+    values = rng.uniform(-1.0, 1.0, size)
+    values[3 * BLOCK + 1] = 1.5  # the last blocks are not within one
+    values[:5] = [1.0, -1.0, 0.0, -0.0, 2.0**-1074]
+    w = values.astype(dtype)
+    saved, unit_blocks = _finite_snapshot(w, w)
+    assert 0 < len(unit_blocks) < len(block_bounds(size))
+    g = rng.standard_normal(size)
+    direction = Direction(None, probe_dtype(w.dtype).step_factor, size, unit_blocks)
+    seen = []
+
+    def objective():
+        seen.append(w.copy())
+        return float(len(seen))
+
+    probe = probe_direction(DirectionalProbing(w, saved, g, direction, objective), 1.0)
+    reference = _reference_direction(saved, g, None)
+    assert seen[0].tobytes() == reference["plus"].tobytes() and seen[1].tobytes() == reference["minus"].tobytes()
+    assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     from gradcheck_cli.chapter.dtypes import probe_dtype

@@ -81,6 +81,7 @@ class PlannedParameter:
     columns: ProbeColumns
     snapshot: np.ndarray | None = None  # θ's copy, taken in the pass that checks θ is finite
     gradient_peak: float = math.inf  # the largest |analytic| entry, read in the pass that checks them
+    unit_blocks: frozenset = frozenset()  # the starts of θ's blocks where every |θ_i| ≤ 1, read in that pass
 
 
 def is_auto(step) -> bool:
@@ -250,7 +251,7 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
     samples, listed, tolerance = options.samples, options.coordinates.get(name), options.tolerance
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
-    snapshot = _finite_snapshot(array, gradient)
+    snapshot, unit_blocks = _finite_snapshot(array, gradient)
     largest, peak = _finite_largest(array, gradient, samples if listed is None else None, options.sampler)
     selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler, largest)
 
@@ -277,25 +278,33 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
         kink_tolerance=kink_tolerance,
         columns=planned,
         snapshot=snapshot,
+        unit_blocks=unit_blocks,
         gradient_peak=peak,
     )
 
 
-def _finite_snapshot(array: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """θ's copy, what every restoration writes back, taken a block at a time in the pass that checks
-    that θ is finite (else reject_non_finite's error: θ's first non-finite value)."""
+def _finite_snapshot(array: np.ndarray, gradient: np.ndarray) -> tuple:
+    """(θ's copy, what every restoration writes back; the starts of the blocks where every |θ_i| ≤ 1,
+    where the direction's step is its unit), taken a block at a time in the pass that checks that θ
+    is finite (else reject_non_finite's error: θ's first non-finite value)."""
     contiguous = array.flags.c_contiguous
     snapshot = np.empty_like(array) if contiguous else np.array(array, copy=True)
-    source, copy = FlatBlocks(array), FlatBlocks(snapshot)
+    source, copy, unit_blocks = FlatBlocks(array), FlatBlocks(snapshot), set()
     for start, stop in block_bounds(array.size):
         block = source.read(start, stop)
         if contiguous:
             np.copyto(copy.view(start, stop), block)
         if block.dtype != np.float32:  # float32 is tested as it is; bfloat16 and the rest in float64
             block = block.astype(np.float64, copy=False)
-        if not np.isfinite(block).all():
+        high, low = (
+            float(np.maximum.reduce(block, initial=-math.inf)),
+            float(np.minimum.reduce(block, initial=math.inf)),
+        )
+        if math.isnan(high) or math.isnan(low) or high == math.inf or low == -math.inf:
             reject_non_finite(array, gradient)
-    return snapshot
+        if low >= -1.0 and high <= 1.0:
+            unit_blocks.add(start)
+    return snapshot, frozenset(unit_blocks)
 
 
 def _finite_largest(array: np.ndarray, gradient: np.ndarray, samples, sampler: str) -> tuple:

@@ -229,7 +229,12 @@ def probe_parameter_direction(
 def _direction_displacement(planned: PlannedParameter) -> Direction:
     """s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·h/√N): each coordinate's step along the ±1 direction,
     scaled so that ‖Δ‖ is about one step."""
-    return Direction(step=planned.step, step_factor=planned.dtype.step_factor, elements=int(planned.array.size))
+    return Direction(
+        step=planned.step,
+        step_factor=planned.dtype.step_factor,
+        elements=int(planned.array.size),
+        unit_blocks=planned.unit_blocks,
+    )
 
 
 def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: GuardedObjective) -> list:
