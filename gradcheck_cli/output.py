@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import codecs
 import contextlib
-import dataclasses
 import io
 import math
 import os
@@ -21,7 +20,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .records import Record, json_ready
+from .records import Record, json_ready, record_fields
 
 __all__ = [
     "STREAM_THRESHOLD",
@@ -193,7 +192,7 @@ def _fields(value):
     if isinstance(value, dict):  # keys as json_ready makes them: str(key), the last of equal ones kept
         return list({str(key): item for key, item in value.items()}.items()) or None
     if isinstance(value, Record):
-        return [(field.name, getattr(value, field.name)) for field in dataclasses.fields(value)]
+        return record_fields(value)
     if hasattr(value, "to_dict") and not isinstance(value, (str, int, float, list, tuple)):
         return _fields(value.to_dict())
     return None

@@ -1,11 +1,25 @@
-"""The shared base of every result: one ``to_dict()`` for the frozen dataclasses."""
+"""The shared base of every result: one ``to_dict()`` for the frozen dataclasses.
 
-import dataclasses
+Every command's start-up imports this module (errors are records too), so the modules that only
+some results need, dataclasses and struct, are imported where they are used.
+"""
+
 import math
-import struct
+import operator
+import reprlib
+import sys
 from collections.abc import Sequence
 
-__all__ = ["Record", "records_from_rows", "json_ready", "float_bits", "same_bits", "same_array_bits"]
+__all__ = [
+    "Record",
+    "frozen_record",
+    "record_fields",
+    "records_from_rows",
+    "json_ready",
+    "float_bits",
+    "same_bits",
+    "same_array_bits",
+]
 
 
 def float_bits(value: float) -> int:
@@ -15,6 +29,8 @@ def float_bits(value: float) -> int:
     and NaN equals itself: what "the objective returned the same value"
     means when checking purity.
     """
+    import struct
+
     return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
@@ -82,6 +98,8 @@ def records_from_rows(cls, rows) -> list:
     """
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__: build it with its constructor")
+    import dataclasses
+
     names = tuple(field.name for field in dataclasses.fields(cls))
     new, records = object.__new__, []
     add = records.append
@@ -107,4 +125,58 @@ class Record:
 
     def to_dict(self) -> dict:
         """``{field name: json_ready(value)}`` in field order."""
-        return {field.name: json_ready(getattr(self, field.name)) for field in dataclasses.fields(self)}
+        return {name: json_ready(value) for name, value in record_fields(self)}
+
+
+def record_fields(record) -> list:
+    """``[(field name, value)]`` of a dataclass instance, in field order."""
+    import dataclasses
+
+    return [(field.name, getattr(record, field.name)) for field in dataclasses.fields(record)]
+
+
+def frozen_record(cls):
+    """``@dataclass(frozen=True)`` for the records a command defines at every start-up, at half the cost.
+
+    Before Python 3.13, dataclass compiles every method it writes from source, one ``exec`` each:
+    six for a frozen record, most of what defining the chapter's records costs ``gradcheck
+    quadratic``. Here dataclass writes three (``__init__``, and the frozen ``__setattr__`` and
+    ``__delattr__``), and ``__repr__``, ``__eq__`` and ``__hash__`` are closures over the field
+    names that do what dataclass's own do: the same text (``...`` for a record inside itself), the
+    fields' tuples compared between records of one class (NotImplemented otherwise), the hash of
+    that tuple (tests/test_records.py holds them to dataclass's). Only ``__dataclass_params__``
+    tells: it says ``repr=False, eq=False``. Python 3.13 compiles a class's methods in one ``exec``
+    and compares fields one by one: there this is ``dataclass(frozen=True)`` itself.
+    """
+    import dataclasses
+
+    if sys.version_info >= (3, 13):
+        return dataclasses.dataclass(frozen=True)(cls)
+    cls = dataclasses.dataclass(frozen=True, repr=False, eq=False)(cls)
+    fields = dataclasses.fields(cls)
+    shown = tuple(field.name for field in fields if field.repr)
+    compared = _values([field.name for field in fields if field.compare])  # dataclass's rules
+    hashed = _values([field.name for field in fields if (field.compare if field.hash is None else field.hash)])
+
+    def __repr__(self):
+        return f"{self.__class__.__qualname__}({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return compared(self) == compared(other)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(hashed(self))
+
+    for method in (reprlib.recursive_repr()(__repr__), __eq__, __hash__):
+        method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
+        setattr(cls, method.__name__, method)
+    return cls
+
+
+def _values(names):
+    """A function of a record: the tuple of its attributes ``names``."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda record: tuple(getattr(record, name) for name in names)

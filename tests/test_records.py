@@ -159,3 +159,96 @@ def test_records_from_rows_are_the_constructors_records_in_every_respect():
 
     with pytest.raises(TypeError, match="has a __post_init__"):
         records_from_rows(Checked, [(1.0,)])
+
+
+# ------------------------------------------- frozen_record: dataclass(frozen=True), cheaper to define
+
+
+def _frozen_records():
+    """The records defined with ``frozen_record`` (every ``gradcheck quadratic`` defines them), each
+    with rows of field values: its own values from the chapter, and the same with the first field
+    NaN (one NaN object in two rows), −0.0, 0.0 and infinite."""
+    from gradcheck_cli.chapter import estimator, fixtures
+
+    check = quadratic_gradient_check(5.5)
+    made = [
+        estimator.perturbations(3.0, 0.1),
+        check.difference,
+        check.comparison,
+        estimator.compare_one_sided_slopes(check.difference, 1e-6),
+        check,
+        fixtures.absolute_kink_diagnostic(),
+    ]
+    nan = math.nan
+    for record in made:
+        row = tuple(getattr(record, field.name) for field in dataclasses.fields(record))
+        variants = [row, *((value, *row[1:]) for value in (nan, nan, math.inf, -0.0, 0.0))]
+        yield type(record), variants
+
+
+def _dataclass_twin(cls):
+    """``cls`` as ``@dataclass(frozen=True)`` itself makes it: the same name, base, fields and docstring
+    (in this module, so that no schema test counts it among the package's records)."""
+    namespace = {
+        "__annotations__": dict(cls.__annotations__),
+        "__module__": __name__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+    }
+    return dataclasses.dataclass(frozen=True)(type(cls.__name__, cls.__bases__, namespace))
+
+
+def _raised(action) -> str:
+    with pytest.raises(dataclasses.FrozenInstanceError) as raised:
+        action()
+    return str(raised.value)
+
+
+FROZEN_RECORDS = list(_frozen_records())
+
+
+@pytest.mark.parametrize(("cls", "rows"), FROZEN_RECORDS, ids=lambda value: getattr(value, "__name__", ""))
+def test_frozen_records_are_what_dataclass_frozen_makes_in_every_respect(cls, rows):
+    import inspect
+
+    twin = _dataclass_twin(cls)
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    described = [(f.name, f.type, f.default, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(cls)]
+    assert described == [
+        (f.name, f.type, f.default, f.init, f.repr, f.compare, f.hash) for f in dataclasses.fields(twin)
+    ]
+    assert inspect.signature(cls) == inspect.signature(twin) and cls.__match_args__ == twin.__match_args__
+    records, twins = [cls(*row) for row in rows], [twin(*row) for row in rows]
+    for record, other in zip(records, twins):
+        assert repr(record) == repr(other) and hash(record) == hash(other)
+        assert record.to_dict() == other.to_dict() and vars(record) == vars(other)
+        assert dataclasses.astuple(record) == dataclasses.astuple(other)
+        assert record != other and other != record  # a record equals records of its own class only
+        assert record.__eq__(other) is NotImplemented and record.__eq__(rows[0]) is NotImplemented
+        field = dataclasses.fields(cls)[-1].name
+        for action in (lambda r: setattr(r, field, 1.0), lambda r: setattr(r, "new", 1.0), lambda r: delattr(r, field)):
+            assert _raised(lambda: action(record)) == _raised(lambda: action(other))
+        loaded = pickle.loads(pickle.dumps(record))
+        assert type(loaded) is cls and repr(loaded) == repr(record) == repr(copy.deepcopy(record))
+        # Equal as dataclass's records are equal (a NaN field: Python 3.13 compares fields with ==, not as tuples).
+        assert (copy.deepcopy(record) == record) is (copy.deepcopy(other) == other)
+        values = [getattr(record, name) for name in cls.__match_args__]
+        changed = dataclasses.replace(record, **{field: 2.0}), dataclasses.replace(other, **{field: 2.0})
+        assert (changed[0] == cls(*values[:-1], 2.0)) is (changed[1] == twin(*values[:-1], 2.0))
+    assert pickle.loads(pickle.dumps(records[0])) == records[0]
+    for first, second in [(a, b) for a in range(len(rows)) for b in range(len(rows))]:
+        assert (records[first] == records[second]) is (twins[first] == twins[second]), (first, second)
+        assert (records[first] != records[second]) is (twins[first] != twins[second]), (first, second)
+    # A record inside itself (only object.__setattr__ can make one): "..." where it recurs, as dataclass's repr.
+    for record in (records[0], twins[0]):
+        object.__setattr__(record, dataclasses.fields(cls)[0].name, [record])
+    assert repr(records[0]) == repr(twins[0]) and "[...]" in repr(records[0])
+
+
+def test_frozen_record_is_dataclass_itself_from_python_3_13():
+    import sys
+
+    from gradcheck_cli.chapter.estimator import CentralDifference
+
+    generated = CentralDifference.__dataclass_params__.eq  # dataclass wrote __eq__ itself
+    assert generated is (sys.version_info >= (3, 13))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from ..errors import (
     CollapsedStep,
@@ -30,7 +29,7 @@ from ..errors import (
     PerturbationUnchanged,
 )
 from ..formatting import short_repr
-from ..records import Record
+from ..records import Record, frozen_record
 
 __all__ = [
     "ProbeGeometry",
@@ -54,7 +53,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ProbeGeometry(Record):
     """The actual probes around one point, their distances and stencil weights."""
 
@@ -67,7 +66,7 @@ class ProbeGeometry(Record):
     stencil: str
 
 
-@dataclass(frozen=True)
+@frozen_record
 class CentralDifference(Record):
     """One three-point derivative estimate with all of its evidence."""
 
@@ -88,7 +87,7 @@ class CentralDifference(Record):
     derivative: float
 
 
-@dataclass(frozen=True)
+@frozen_record
 class GradientComparison(Record):
     """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
 
@@ -101,7 +100,7 @@ class GradientComparison(Record):
     passed: bool
 
 
-@dataclass(frozen=True)
+@frozen_record
 class OneSidedSlopeComparison(Record):
     """The left and right secant slopes compared like gradients; never a proof."""
 
@@ -114,7 +113,7 @@ class OneSidedSlopeComparison(Record):
     consistent: bool
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ScalarGradientCheck(Record):
     """A central difference and the comparison of one candidate with it."""
 

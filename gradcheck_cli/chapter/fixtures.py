@@ -8,10 +8,8 @@ fast; the NLL fixture lives in :mod:`nll`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import GradCheckError
-from ..records import Record
+from ..records import Record, frozen_record
 from .estimator import (
     OneSidedSlopeComparison,
     ScalarGradientCheck,
@@ -90,7 +88,7 @@ def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, to
     return scalar_gradient_check(point, 1.0, step, tolerance, identity)
 
 
-@dataclass(frozen=True)
+@frozen_record
 class KinkDiagnostic(Record):
     """|x| at a corner: candidate 0 against the symmetric estimate, and the one-sided slopes."""
 
