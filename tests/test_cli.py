@@ -774,6 +774,53 @@ def test_help_lists_the_subcommands_without_importing_them():
     assert "gradcheck_cli.render" not in loaded
 
 
+def test_help_loads_no_module_only_a_command_or_clicks_terminal_width_needs():
+    loaded = _modules_loaded_by("--help")
+    assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
+    # shutil, which click's formatter imports for the terminal's width, loads zlib, bz2 and lzma.
+    assert not {"shutil", "zlib", "dataclasses", "struct"} & loaded
+
+
+@pytest.fixture(params=["none", "pipe", "terminal 132", "terminal 20", "terminal 0"])
+def stdout_at_start(request, monkeypatch):
+    """``sys.__stdout__`` as gradcheck may find it: none, a pipe, or a terminal of 132, 20 or 0 columns."""
+    if request.param == "none":
+        monkeypatch.setattr(sys, "__stdout__", None)
+        yield
+        return
+    if request.param == "pipe":
+        reader, writer = os.pipe()
+    else:
+        import fcntl
+        import struct
+        import termios
+
+        reader, writer = os.openpty()
+        columns = int(request.param.split()[1])
+        fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    with open(writer, "w") as stream:
+        monkeypatch.setattr(sys, "__stdout__", stream)
+        yield
+    os.close(reader)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="a terminal of a chosen width needs a pseudo-terminal")
+@pytest.mark.parametrize("columns", [None, "0", "-1", "wide", "30", "100", "300"])
+def test_help_is_as_wide_as_clicks_formatter_makes_it(monkeypatch, stdout_at_start, columns):
+    import shutil
+
+    from gradcheck_cli.cli import GradcheckContext
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for fallback in (80, 120):
+        assert output.terminal_columns(fallback) == shutil.get_terminal_size((fallback, 24)).columns
+    assert click.formatting.FORCED_WIDTH is None  # not inside CliRunner, which fixes the width
+    assert GradcheckContext(main).make_formatter().width == click.Context(main).make_formatter().width
+
+
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_help_lists_each_subcommand_as_click_lists_the_loaded_command(width):
     runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": None})
