@@ -734,7 +734,6 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.errors",
     "gradcheck_cli.errors.record",
     "gradcheck_cli.errors.requests",
-    "gradcheck_cli.errors.user_code",
     "gradcheck_cli.chapter.estimator",
     "gradcheck_cli.formatting",
     "gradcheck_cli.output",
@@ -779,6 +778,11 @@ def test_help_loads_no_module_only_a_command_or_clicks_terminal_width_needs():
     assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
     # shutil, which click's formatter imports for the terminal's width, loads zlib, bz2 and lzma.
     assert not {"shutil", "zlib", "dataclasses", "struct"} & loaded
+    # Of the errors, only the base class and the command line's own (cli_errors.py).
+    assert {name for name in loaded if name.startswith("gradcheck_cli.errors")} == {
+        "gradcheck_cli.errors",
+        "gradcheck_cli.errors.record",
+    }
 
 
 @pytest.fixture(params=["none", "pipe", "terminal 132", "terminal 20", "terminal 0"])
