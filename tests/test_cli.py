@@ -765,6 +765,49 @@ def test_quadratic_loads_nothing_it_does_not_use():
     assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)
 
 
+NOISY_PROBLEM = """
+import os
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+
+class Noisy:
+    def __del__(self):
+        os.write(2, b"finalized\\n")
+
+
+cycle = Noisy()
+cycle.itself = cycle  # only the garbage collector can finalize it, at exit
+
+
+def problem():
+    return GradientProblem(lambda p: float(p["w"][0] ** 2), {"w": np.array([1.0])}, {"w": np.array([2.0])})
+"""
+
+
+def test_a_command_line_exempts_what_start_up_made_from_collection_and_nothing_the_command_makes(tmp_path):
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert invoke("quadratic").exit_code == EXIT_OK  # CliRunner: this process goes on, and is not frozen
+    assert gc.get_freeze_count() == frozen
+    problem = tmp_path / "noisy.py"
+    problem.write_text(NOISY_PROBLEM, encoding="utf-8")
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from gradcheck_cli.cli import main\n"
+        "sys.argv[0] = 'gradcheck'\n"
+        "main()\n"
+    )
+    completed = _python("-c", code, "check", f"{problem}:problem")
+    assert completed.returncode == EXIT_OK, completed.stderr
+    # Start-up's objects were frozen; the user's module, made later, was still collected and finalized at exit.
+    assert completed.stderr == "frozen True\nfinalized\n"
+
+
 def test_help_lists_the_subcommands_without_importing_them():
     loaded = _modules_loaded_by("--help")
     assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
