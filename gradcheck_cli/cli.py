@@ -286,10 +286,10 @@ class GradcheckContext(click.Context):
     --help``. CliRunner's fixed width (``click.formatting.FORCED_WIDTH``) is still click's to apply."""
 
     def make_formatter(self):
-        width = self.terminal_width
+        width, widest = self.terminal_width, self.max_content_width
         if width is None and click.formatting.FORCED_WIDTH is None:
-            width = max(min(output.terminal_columns(), self.max_content_width or 80) - 2, 50)
-        return self.formatter_class(width=width, max_width=self.max_content_width)
+            width = max(min(output.terminal_columns(), 80 if widest is None else widest) - 2, 50)
+        return self.formatter_class(width=width, max_width=widest)
 
 
 class GradcheckGroup(click.Group):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 __all__ = [
     "Record",
     "frozen_record",
-    "record_fields",
+    "field_names",
     "records_from_rows",
     "json_ready",
     "float_bits",
@@ -98,9 +98,7 @@ def records_from_rows(cls, rows) -> list:
     """
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__: build it with its constructor")
-    import dataclasses
-
-    names = tuple(field.name for field in dataclasses.fields(cls))
+    names = field_names(cls)
     new, records = object.__new__, []
     add = records.append
     if "__slots__" in cls.__dict__:
@@ -125,18 +123,24 @@ class Record:
 
     def to_dict(self) -> dict:
         """``{field name: json_ready(value)}`` in field order."""
-        return {name: json_ready(value) for name, value in record_fields(self)}
+        return {name: json_ready(getattr(self, name)) for name in field_names(type(self))}
 
 
-def record_fields(record) -> list:
-    """``[(field name, value)]`` of a dataclass instance, in field order."""
-    import dataclasses
+_FIELD_NAMES = {}
 
-    return [(field.name, getattr(record, field.name)) for field in dataclasses.fields(record)]
+
+def field_names(cls) -> tuple:
+    """The names of a dataclass's fields, in order (``dataclasses.fields``, read once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return names
 
 
 def frozen_record(cls):
-    """``@dataclass(frozen=True)`` for the records a command defines at every start-up, at half the cost.
+    """``@dataclass(frozen=True)`` for the records a command defines at every start-up, for about half the cost.
 
     Before Python 3.13, dataclass compiles every method it writes from source, one ``exec`` each:
     six for a frozen record, most of what defining the chapter's records costs ``gradcheck
