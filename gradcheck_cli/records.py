@@ -6,13 +6,10 @@ some results need, dataclasses and struct, are imported where they are used.
 
 import math
 import operator
-import reprlib
-import sys
 from collections.abc import Sequence
 
 __all__ = [
     "Record",
-    "frozen_record",
     "field_names",
     "records_from_rows",
     "json_ready",
@@ -137,46 +134,6 @@ def field_names(cls) -> tuple:
 
         names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
     return names
-
-
-def frozen_record(cls):
-    """``@dataclass(frozen=True)`` for the records a command defines at every start-up, for about half the cost.
-
-    Before Python 3.13, dataclass compiles every method it writes from source, one ``exec`` each:
-    six for a frozen record, most of what defining the chapter's records costs ``gradcheck
-    quadratic``. Here dataclass writes three (``__init__``, and the frozen ``__setattr__`` and
-    ``__delattr__``), and ``__repr__``, ``__eq__`` and ``__hash__`` are closures over the field
-    names that do what dataclass's own do: the same text (``...`` for a record inside itself), the
-    fields' tuples compared between records of one class (NotImplemented otherwise), the hash of
-    that tuple (tests/test_records.py holds them to dataclass's). Only ``__dataclass_params__``
-    tells: it says ``repr=False, eq=False``. Python 3.13 compiles a class's methods in one ``exec``
-    and compares fields one by one: there this is ``dataclass(frozen=True)`` itself.
-    """
-    import dataclasses
-
-    if sys.version_info >= (3, 13):
-        return dataclasses.dataclass(frozen=True)(cls)
-    cls = dataclasses.dataclass(frozen=True, repr=False, eq=False)(cls)
-    fields = dataclasses.fields(cls)
-    shown = tuple(field.name for field in fields if field.repr)
-    compared = _values([field.name for field in fields if field.compare])  # dataclass's rules
-    hashed = _values([field.name for field in fields if (field.compare if field.hash is None else field.hash)])
-
-    def __repr__(self):
-        return f"{self.__class__.__qualname__}({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return compared(self) == compared(other)
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(hashed(self))
-
-    for method in (reprlib.recursive_repr()(__repr__), __eq__, __hash__):
-        method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
-        setattr(cls, method.__name__, method)
-    return cls
 
 
 def _values(names):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..errors import (
     CollapsedStep,
@@ -29,7 +30,7 @@ from ..errors import (
     PerturbationUnchanged,
 )
 from ..formatting import short_repr
-from ..records import Record, frozen_record
+from ..records import Record
 
 __all__ = [
     "ProbeGeometry",
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 
-@frozen_record
+@dataclass(frozen=True)
 class ProbeGeometry(Record):
     """The actual probes around one point, their distances and stencil weights."""
 
@@ -66,7 +67,7 @@ class ProbeGeometry(Record):
     stencil: str
 
 
-@frozen_record
+@dataclass(frozen=True)
 class CentralDifference(Record):
     """One three-point derivative estimate with all of its evidence."""
 
@@ -87,7 +88,7 @@ class CentralDifference(Record):
     derivative: float
 
 
-@frozen_record
+@dataclass(frozen=True)
 class GradientComparison(Record):
     """An analytic candidate against a numerical value, scaled by max(1, |a|, |n|)."""
 
@@ -100,7 +101,7 @@ class GradientComparison(Record):
     passed: bool
 
 
-@frozen_record
+@dataclass(frozen=True)
 class OneSidedSlopeComparison(Record):
     """The left and right secant slopes compared like gradients; never a proof."""
 
@@ -113,7 +114,7 @@ class OneSidedSlopeComparison(Record):
     consistent: bool
 
 
-@frozen_record
+@dataclass(frozen=True)
 class ScalarGradientCheck(Record):
     """A central difference and the comparison of one candidate with it."""
 

@@ -8,8 +8,10 @@ fast; the NLL fixture lives in :mod:`nll`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import GradCheckError
-from ..records import Record, frozen_record
+from ..records import Record
 from .estimator import (
     OneSidedSlopeComparison,
     ScalarGradientCheck,
@@ -88,7 +90,7 @@ def rounded_identity_gradient_check(point=IDENTITY_POINT, step=IDENTITY_STEP, to
     return scalar_gradient_check(point, 1.0, step, tolerance, identity)
 
 
-@frozen_record
+@dataclass(frozen=True)
 class KinkDiagnostic(Record):
     """|x| at a corner: candidate 0 against the symmetric estimate, and the one-sided slopes."""
 
