@@ -61,7 +61,7 @@ def console_script():
 
 
 def run_once(command, environment=None):
-    return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, env=environment)
+    return subprocess.run(command, capture_output=True, text=True, env=environment)
 
 
 def timed_process(command, environment, cpu_times):
@@ -73,9 +73,7 @@ def timed_process(command, environment, cpu_times):
 
     def run():
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(
-            command, cwd=REPOSITORY, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
-        )
+        subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 
@@ -220,61 +218,72 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="gradcheck-bench-startup-") as work_directory:
         modes = environments(work_directory, arguments.baseline)
-        commands = {mode: commands_for(python, script, cli_exists) for mode, (python, script, _, _) in modes.items()}
-        print(f"console script: {modes['cached'][1] or 'none beside this interpreter or on PATH (python -m only)'}")
-        for mode, (_, _, environment, _) in modes.items():
-            for label, command in commands[mode].items():
-                completed = run_once(command, environment)
-                if completed.returncode != 0:
-                    print(f"FAILED: `{label}` [{mode}] exited {completed.returncode}; start-up not measured.")
-                    print("  " + "\n  ".join(completed.stderr.strip().splitlines()[-5:]))
-                    return 1
-        cpu = {(mode, label): [] for mode in modes for label in commands[mode]}
-        contenders = {
-            (mode, label): timed_process(command, modes[mode][2], cpu[mode, label])
-            for mode in modes
-            for label, command in commands[mode].items()
-        }
-        started = time.perf_counter()
-        timings = interleaved(contenders, arguments.repeats, warmup=2)
-        elapsed = time.perf_counter() - started
-        warm = 2  # the warm-up runs' CPU times come first
-        cpu = {key: values[warm:] for key, values in cpu.items()}
-        print(
-            f"{arguments.repeats} interleaved runs of each command in each mode; wall time per process, median (range);"
-            " ratios to click of the wall and of the process's CPU time medians"
-        )
-        width = max(len(label) for labels in commands.values() for label in labels)
-        for mode, (_, _, _, explanation) in modes.items():
-            print(f"[{mode}] {explanation}")
-            click_median = median(timings[mode, "python -c 'import click'"]["wall"])
-            click_cpu = median(cpu[mode, "python -c 'import click'"])
-            for label in commands[mode]:
-                values = timings[mode, label]["wall"]
-                ratio = median(values) / click_median
-                cpu_ratio = median(cpu[mode, label]) / click_cpu
-                goal = ""
-                if "quadratic" in label or "--help" in label:
-                    # Each round runs both commands, so the median of per-round ratios cancels slow drifts.
-                    clicks = timings[mode, "python -c 'import click'"]["wall"]
-                    paired = median([one / two for one, two in zip(values, clicks)])
-                    goal = f", paired {paired:.3f}  {verdict(ratio, GOAL)}"
-                print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f} (CPU {cpu_ratio:.3f}){goal}")
-        if "baseline" in modes:
-            for label in ("gradcheck quadratic", "gradcheck --help", "python -m gradcheck_cli quadratic"):
-                if ("cached", label) in timings:
-                    wall = median(timings["cached", label]["wall"]) / median(timings["baseline", label]["wall"])
-                    own = median(cpu["cached", label]) / median(cpu["baseline", label])
-                    print(f"  {label}: this code ÷ the baseline, cached: wall {wall:.3f}, CPU {own:.3f}")
-        print(f"(timing took {seconds(elapsed)})")
+        # The commands run in the empty work directory: `python -m` and `python -c` put the working
+        # directory first on sys.path, and in this checkout they would import its gradcheck_cli ahead
+        # of the baseline's PYTHONPATH.
+        started_in = os.getcwd()
+        os.chdir(work_directory)
+        try:
+            return measure(arguments, modes, cli_exists)
+        finally:
+            os.chdir(started_in)
 
-        environment = modes["cached"][2]
-        baseline = imported_modules(["-c", "import click"], environment)
-        if cli_exists:
-            report_imports(
-                "python -m gradcheck_cli quadratic", ["-m", "gradcheck_cli", "quadratic"], baseline, environment
-            )
-        report_imports("import gradcheck_cli", ["-c", "import gradcheck_cli"], baseline, environment)
+
+def measure(arguments, modes, cli_exists) -> int:
+    """Time every command of every mode, print the ratios and what `gradcheck quadratic` imports."""
+    commands = {mode: commands_for(python, script, cli_exists) for mode, (python, script, _, _) in modes.items()}
+    print(f"console script: {modes['cached'][1] or 'none beside this interpreter or on PATH (python -m only)'}")
+    for mode, (_, _, environment, _) in modes.items():
+        for label, command in commands[mode].items():
+            completed = run_once(command, environment)
+            if completed.returncode != 0:
+                print(f"FAILED: `{label}` [{mode}] exited {completed.returncode}; start-up not measured.")
+                print("  " + "\n  ".join(completed.stderr.strip().splitlines()[-5:]))
+                return 1
+    cpu = {(mode, label): [] for mode in modes for label in commands[mode]}
+    contenders = {
+        (mode, label): timed_process(command, modes[mode][2], cpu[mode, label])
+        for mode in modes
+        for label, command in commands[mode].items()
+    }
+    started = time.perf_counter()
+    timings = interleaved(contenders, arguments.repeats, warmup=2)
+    elapsed = time.perf_counter() - started
+    warm = 2  # the warm-up runs' CPU times come first
+    cpu = {key: values[warm:] for key, values in cpu.items()}
+    print(
+        f"{arguments.repeats} interleaved runs of each command in each mode; wall time per process, median (range);"
+        " ratios to click of the wall and of the process's CPU time medians"
+    )
+    width = max(len(label) for labels in commands.values() for label in labels)
+    for mode, (_, _, _, explanation) in modes.items():
+        print(f"[{mode}] {explanation}")
+        click_median = median(timings[mode, "python -c 'import click'"]["wall"])
+        click_cpu = median(cpu[mode, "python -c 'import click'"])
+        for label in commands[mode]:
+            values = timings[mode, label]["wall"]
+            ratio = median(values) / click_median
+            cpu_ratio = median(cpu[mode, label]) / click_cpu
+            goal = ""
+            if "quadratic" in label or "--help" in label:
+                # Each round runs both commands, so the median of per-round ratios cancels slow drifts.
+                clicks = timings[mode, "python -c 'import click'"]["wall"]
+                paired = median([one / two for one, two in zip(values, clicks)])
+                goal = f", paired {paired:.3f}  {verdict(ratio, GOAL)}"
+            print(f"  {label:<{width}}  {spread(values)}  ratio to click {ratio:.3f} (CPU {cpu_ratio:.3f}){goal}")
+    if "baseline" in modes:
+        for label in ("gradcheck quadratic", "gradcheck --help", "python -m gradcheck_cli quadratic"):
+            if ("cached", label) in timings:
+                wall = median(timings["cached", label]["wall"]) / median(timings["baseline", label]["wall"])
+                own = median(cpu["cached", label]) / median(cpu["baseline", label])
+                print(f"  {label}: this code ÷ the baseline, cached: wall {wall:.3f}, CPU {own:.3f}")
+    print(f"(timing took {seconds(elapsed)})")
+
+    environment = modes["cached"][2]
+    baseline = imported_modules(["-c", "import click"], environment)
+    if cli_exists:
+        report_imports("python -m gradcheck_cli quadratic", ["-m", "gradcheck_cli", "quadratic"], baseline, environment)
+    report_imports("import gradcheck_cli", ["-c", "import gradcheck_cli"], baseline, environment)
     return 0
 
 

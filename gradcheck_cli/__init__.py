@@ -6,9 +6,8 @@ deterministic tensor coordinates, typed errors, and exact restoration of
 every perturbed value (chapter 13 of the course, in Python, bit for bit).
 """
 
+from . import errors
 from .cli_errors import __all__ as _cli_error_names
-from .errors import *  # noqa: F403
-from .errors import __all__ as _error_names
 
 __version__ = "0.1.0"
 
@@ -54,16 +53,24 @@ _LAZY_MODULES = {
     **dict.fromkeys(_cli_error_names, "cli_errors"),
 }
 
-__all__ = [
-    "__version__",
-    *_LAZY_MODULES,
-    *_error_names,
-]
-
 
 def __getattr__(name):
     if name in _LAZY_MODULES:
         import importlib
 
         return getattr(importlib.import_module(f".{_LAZY_MODULES[name]}", __name__), name)
+    # The errors too load on first use (errors/__init__.py), and so does the list of every name. Only
+    # a class name is looked for among them: ``from . import output`` asks for the submodule first.
+    if name == "__all__":
+        names = globals()["__all__"] = ["__version__", *_LAZY_MODULES, *errors.__all__]
+        return names
+    if name[:1].isupper():
+        try:
+            return getattr(errors, name)
+        except AttributeError:
+            pass
     raise AttributeError(f"module 'gradcheck_cli' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__getattr__("__all__")})

@@ -14,6 +14,7 @@ How to add a subcommand, with an example, is in docs/development.md.
 """
 
 import functools
+import gc
 import importlib
 import itertools
 import sys
@@ -279,6 +280,18 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
     return exit_status(error)
 
 
+class GradcheckContext(click.Context):
+    """click's context, whose help is as wide as click makes it (the terminal's width, at most 78,
+    at least 50) without the ``import shutil`` click's formatter does for that: 4 ms of ``gradcheck
+    --help``. CliRunner's fixed width (``click.formatting.FORCED_WIDTH``) is still click's to apply."""
+
+    def make_formatter(self):
+        width, widest = self.terminal_width, self.max_content_width
+        if width is None and click.formatting.FORCED_WIDTH is None:
+            width = max(min(output.terminal_columns(), 80 if widest is None else widest) - 2, 50)
+        return self.formatter_class(width=width, max_width=widest)
+
+
 class GradcheckGroup(click.Group):
     """click's group with gradcheck's error contract: one line on stderr, exit 2, no traceback.
 
@@ -288,6 +301,8 @@ class GradcheckGroup(click.Group):
     options, ``--help`` lists their summaries without importing them, and a
     misspelt name loads them all.
     """
+
+    context_class = GradcheckContext
 
     def __init__(self, *args, lazy_commands=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -317,6 +332,8 @@ class GradcheckGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if args is None and standalone_mode:  # the process's own command line, which it ends with
+            _exempt_from_collection()
         words = list(sys.argv[1:] if args is None else args)
         with output.ending_signals(after=output.ignored if standalone_mode else None):
             status = self._main(words, prog_name, complete_var, **extra)
@@ -351,6 +368,21 @@ class GradcheckGroup(click.Group):
             raise
         except BaseException as error:  # a defect in gradcheck: still one line, and never status 1
             return _report_defect(error)
+
+
+def _exempt_from_collection() -> None:
+    """Move every object made so far (the modules of Python, click and gradcheck, which live until the
+    process ends) out of the cyclic garbage collector's reach, with ``gc.freeze()``.
+
+    The interpreter's exit runs full collections that walk every such object: about a tenth of
+    ``gradcheck quadratic``'s time (docs/performance.md §1). Whatever the command makes, the user's
+    problem and its objects included, is made later and collected as before. Only for a process that
+    runs its own command line and then exits (the console script, ``python -m gradcheck_cli``), never
+    for a caller's ``main(args)`` or click's CliRunner, whose process goes on.
+    """
+    freeze = getattr(gc, "freeze", None)  # CPython's
+    if freeze is not None:
+        freeze()
 
 
 def _report_defect(error: BaseException) -> int:

@@ -1,12 +1,24 @@
-"""The shared base of every result: one ``to_dict()`` for the frozen dataclasses."""
+"""The shared base of every result: one ``to_dict()`` for the frozen dataclasses.
 
-import dataclasses
+Every command's start-up imports this module (errors are records too), so the modules that only
+some results need, dataclasses and struct, are imported where they are used.
+"""
+
 import functools
 import math
-import struct
+import operator
 from collections.abc import Sequence
 
-__all__ = ["Record", "records_from_rows", "json_ready", "float_bits", "same_bits", "same_array_bits", "byte_comparison"]
+__all__ = [
+    "Record",
+    "field_names",
+    "records_from_rows",
+    "json_ready",
+    "float_bits",
+    "same_bits",
+    "same_array_bits",
+    "byte_comparison",
+]
 
 
 def float_bits(value: float) -> int:
@@ -16,6 +28,8 @@ def float_bits(value: float) -> int:
     and NaN equals itself: what "the objective returned the same value"
     means when checking purity.
     """
+    import struct
+
     return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
@@ -100,7 +114,7 @@ def records_from_rows(cls, rows) -> list:
     """
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__: build it with its constructor")
-    names = tuple(field.name for field in dataclasses.fields(cls))
+    names = field_names(cls)
     new, records = object.__new__, []
     add = records.append
     if "__slots__" in cls.__dict__:
@@ -125,4 +139,24 @@ class Record:
 
     def to_dict(self) -> dict:
         """``{field name: json_ready(value)}`` in field order."""
-        return {field.name: json_ready(getattr(self, field.name)) for field in dataclasses.fields(self)}
+        return {name: json_ready(getattr(self, name)) for name in field_names(type(self))}
+
+
+_FIELD_NAMES = {}
+
+
+def field_names(cls) -> tuple:
+    """The names of a dataclass's fields, in order (``dataclasses.fields``, read once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return names
+
+
+def _values(names):
+    """A function of a record: the tuple of its attributes ``names``."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda record: tuple(getattr(record, name) for name in names)

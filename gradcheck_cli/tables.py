@@ -12,6 +12,7 @@ import math
 import os
 
 from .formatting import rust_debug, rust_fixed, rust_list
+from .output import terminal_columns
 from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text
 
 __all__ = [
@@ -42,12 +43,10 @@ MIN_WIDTH = 40
 
 def table_width(stream, isatty: bool) -> int:
     """$COLUMNS, else a terminal's own width, else PIPE_WIDTH; PIPE_WIDTH too for one below MIN_WIDTH."""
-    import shutil
-
     try:
         width = int(os.environ.get("COLUMNS", ""))
     except ValueError:
-        width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if isatty else PIPE_WIDTH
+        width = terminal_columns(PIPE_WIDTH) if isatty else PIPE_WIDTH
     return width if width >= MIN_WIDTH else PIPE_WIDTH
 
 

@@ -734,7 +734,6 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.errors",
     "gradcheck_cli.errors.record",
     "gradcheck_cli.errors.requests",
-    "gradcheck_cli.errors.user_code",
     "gradcheck_cli.chapter.estimator",
     "gradcheck_cli.formatting",
     "gradcheck_cli.output",
@@ -766,12 +765,107 @@ def test_quadratic_loads_nothing_it_does_not_use():
     assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)
 
 
+NOISY_PROBLEM = """
+import os
+
+import numpy as np
+
+from gradcheck_cli import GradientProblem
+
+
+class Noisy:
+    def __del__(self):
+        os.write(2, b"finalized\\n")
+
+
+cycle = Noisy()
+cycle.itself = cycle  # only the garbage collector can finalize it, at exit
+
+
+def problem():
+    return GradientProblem(lambda p: float(p["w"][0] ** 2), {"w": np.array([1.0])}, {"w": np.array([2.0])})
+"""
+
+
+def test_a_command_line_exempts_what_start_up_made_from_collection_and_nothing_the_command_makes(tmp_path):
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert invoke("quadratic").exit_code == EXIT_OK  # CliRunner: this process goes on, and is not frozen
+    assert gc.get_freeze_count() == frozen
+    problem = tmp_path / "noisy.py"
+    problem.write_text(NOISY_PROBLEM, encoding="utf-8")
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from gradcheck_cli.cli import main\n"
+        "sys.argv[0] = 'gradcheck'\n"
+        "main()\n"
+    )
+    completed = _python("-c", code, "check", f"{problem}:problem")
+    assert completed.returncode == EXIT_OK, completed.stderr
+    # Start-up's objects were frozen; the user's module, made later, was still collected and finalized at exit.
+    assert completed.stderr == "frozen True\nfinalized\n"
+
+
 def test_help_lists_the_subcommands_without_importing_them():
     loaded = _modules_loaded_by("--help")
     assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
     # Nor what only a command uses: the rendering and the chapter's text lines.
     assert not {name for name in loaded if name.startswith(("gradcheck_cli.commands.", "gradcheck_cli.chapter."))}
     assert "gradcheck_cli.render" not in loaded
+
+
+def test_help_loads_no_module_only_a_command_or_clicks_terminal_width_needs():
+    loaded = _modules_loaded_by("--help")
+    assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
+    # shutil, which click's formatter imports for the terminal's width, loads zlib, bz2 and lzma.
+    assert not {"shutil", "zlib", "dataclasses", "struct"} & loaded
+    # Of the errors, only the base class and the command line's own (cli_errors.py).
+    assert {name for name in loaded if name.startswith("gradcheck_cli.errors")} == {
+        "gradcheck_cli.errors",
+        "gradcheck_cli.errors.record",
+    }
+
+
+@pytest.fixture(params=["none", "pipe", "terminal 132", "terminal 20", "terminal 0"])
+def stdout_at_start(request, monkeypatch):
+    """``sys.__stdout__`` as gradcheck may find it: none, a pipe, or a terminal of 132, 20 or 0 columns."""
+    if request.param == "none":
+        monkeypatch.setattr(sys, "__stdout__", None)
+        yield
+        return
+    if request.param == "pipe":
+        reader, writer = os.pipe()
+    else:
+        import fcntl
+        import struct
+        import termios
+
+        reader, writer = os.openpty()
+        columns = int(request.param.split()[1])
+        fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    with open(writer, "w") as stream:
+        monkeypatch.setattr(sys, "__stdout__", stream)
+        yield
+    os.close(reader)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="a terminal of a chosen width needs a pseudo-terminal")
+@pytest.mark.parametrize("columns", [None, "0", "-1", "wide", "30", "100", "300"])
+def test_help_is_as_wide_as_clicks_formatter_makes_it(monkeypatch, stdout_at_start, columns):
+    import shutil
+
+    from gradcheck_cli.cli import GradcheckContext
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for fallback in (80, 120):
+        assert output.terminal_columns(fallback) == shutil.get_terminal_size((fallback, 24)).columns
+    assert click.formatting.FORCED_WIDTH is None  # not inside CliRunner, which fixes the width
+    assert GradcheckContext(main).make_formatter().width == click.Context(main).make_formatter().width
 
 
 @pytest.mark.parametrize("width", [60, 80, 120])

@@ -306,7 +306,7 @@ def test_every_error_class_is_exercised_and_exported():
     classes = {
         cls
         for module in (errors, cli_errors)
-        for cls in vars(module).values()
+        for cls in (getattr(module, name) for name in dir(module))  # dir: errors loads its classes lazily
         if isinstance(cls, type) and issubclass(cls, GradCheckError)
     } - {GradCheckError}
     assert classes == {type(error) for error, _ in EXAMPLES}
@@ -388,3 +388,44 @@ def test_library_verdict_reasons_name_parameters_and_the_text_adds_the_flags():
     assert not [path.name for path in library if "(--" in path.read_text(encoding="utf-8")]
     assert cli_errors.in_flags("try another step (parameter step)") == "try another step (--step)"
     assert cli_errors.in_flags("check every coordinate (samples='all')") == "check every coordinate (--samples all)"
+
+
+def test_errors_load_on_first_use_and_export_what_they_always_did():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "def loaded(): return sorted(name.split('.')[-1] for name in sys.modules if name.startswith('gradcheck_cli.errors.'))\n"
+        "import gradcheck_cli\n"
+        "print(loaded())\n"
+        "from gradcheck_cli.errors import InvalidStep\n"
+        "print(loaded(), gradcheck_cli.InvalidStep is InvalidStep)\n"
+        "from gradcheck_cli import output\n"  # a submodule: not looked for among the errors
+        "print(loaded())\n"
+        "module = gradcheck_cli.ProblemFileNotFound.__module__\n"
+        "print(loaded(), module)\n"
+    )
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert lines.splitlines() == [
+        "['record']",
+        "['record', 'requests'] True",
+        "['record', 'requests']",
+        "['record', 'requests', 'user_code'] gradcheck_cli.errors.user_code",
+    ]
+    from gradcheck_cli.errors import record, requests, user_code
+
+    assert errors.__all__ == ["GradCheckError", *requests.__all__, *user_code.__all__]
+    assert errors.GradCheckError is record.GradCheckError
+    lazy = [name for name in gradcheck_cli.__all__ if name != "__version__"][: -len(errors.__all__)]
+    assert gradcheck_cli.__all__ == ["__version__", *lazy, *errors.__all__]
+    for name in gradcheck_cli.__all__:
+        assert getattr(gradcheck_cli, name) is not None and name in dir(gradcheck_cli)
+    for name in errors.__all__:
+        assert getattr(gradcheck_cli, name) is getattr(errors, name) and name in dir(errors)
+    for module, name in ((gradcheck_cli, "NoSuchError"), (errors, "NoSuchError"), (errors, "__wrapped__")):
+        with pytest.raises(AttributeError):
+            getattr(module, name)
+    namespace = {}
+    exec("from gradcheck_cli.errors import *", namespace)
+    assert {name for name in namespace if name != "__builtins__"} == set(errors.__all__)
