@@ -6,7 +6,6 @@ some results need, dataclasses and struct, are imported where they are used.
 
 import functools
 import math
-import operator
 from collections.abc import Sequence
 
 __all__ = [
@@ -153,10 +152,3 @@ def field_names(cls) -> tuple:
 
         names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
     return names
-
-
-def _values(names):
-    """A function of a record: the tuple of its attributes ``names``."""
-    if len(names) > 1:
-        return operator.attrgetter(*names)
-    return lambda record: tuple(getattr(record, name) for name in names)
