@@ -2,8 +2,10 @@
 and the displacement Δ, θ₊ written and measured, θ₋ written from it, the norms of the displacements'
 products (docs/method.md, "The directional test").
 
-Every pass holds a few block temporaries (:mod:`gradcheck_cli.blocks`) beside the arrays; every sum
-is numpy's pairwise sum of the whole array, to the last bit, or a norm scaled by its largest term.
+Every pass holds a few block temporaries (:mod:`gradcheck_cli.blocks`) beside the arrays. Σ a·s and
+Σ (a·s)² are numpy's pairwise sums of the whole array, to the last bit; the direction scale's sum
+adds its blocks' sums exactly (math.fsum); where a sum of squares cannot be trusted, each norm is
+taken again, scaled by its largest term.
 """
 
 from __future__ import annotations
