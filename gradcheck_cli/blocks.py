@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["BLOCK", "block_bounds", "tree_sum", "FlatBlocks", "scratch", "scratch_pass"]
+__all__ = ["BLOCK", "block_bounds", "tree_sum", "as_float64", "FlatBlocks", "scratch", "scratch_pass"]
 
 #: Elements a block holds at most: a float64 temporary of 512 KiB.
 BLOCK = 1 << 16
@@ -84,6 +84,16 @@ def tree_sum(values, count: int, block: int = BLOCK) -> float:
     return subtree(count)
 
 
+def as_float64(values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``values`` (1-D) as float64: themselves, or converted into ``out``'s first elements (float32,
+    bfloat16, integers: exact in float64, as astype makes them)."""
+    if values.dtype == np.float64:
+        return values
+    out = out[: len(values)]
+    np.copyto(out, values, casting="unsafe")
+    return out
+
+
 class FlatBlocks:
     """Row-major blocks of one array of any strides: read as 1-D arrays, written from them.
 
@@ -113,12 +123,7 @@ class FlatBlocks:
 
     def float64(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
         """Elements start:stop as float64: a view of a contiguous float64 array, else converted into ``out``."""
-        values = self.read(start, stop)
-        if values.dtype == np.float64:
-            return values
-        out = out[: stop - start]
-        np.copyto(out, values, casting="unsafe")  # float32, bfloat16, integers: exact in float64 as astype makes them
-        return out
+        return as_float64(self.read(start, stop), out)
 
     def write(self, start: int, stop: int, values: np.ndarray) -> None:
         """Elements start:stop (row-major) set to ``values``, converted to the array's dtype."""

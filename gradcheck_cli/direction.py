@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import FlatBlocks, block_bounds, scratch, scratch_pass, tree_sum
+from .blocks import BLOCK, FlatBlocks, as_float64, block_bounds, scratch, scratch_pass, tree_sum
 from .chapter.tensors import write_back
 from .records import byte_comparison, same_array_bits
 from .splitmix import splitmix64_array
@@ -110,9 +110,10 @@ class Direction:
         """Δ of the whole parameter, flat, in float64, from its values (what a failed test's diagnosis reads)."""
         exact = np.asarray(exact).reshape(-1)
         exact = exact if exact.dtype == np.float32 else exact.astype(np.float64)
-        signed = (direction_signs(exact.size) * self.unit()).astype(exact.dtype)
-        shifts = signed if self.step is not None else np.maximum(np.abs(exact), 1.0) * signed
-        return shifts.astype(np.float64)
+        shifts, work = np.empty(exact.size), np.empty(min(exact.size, BLOCK), dtype=exact.dtype)
+        for start, stop in block_bounds(exact.size):  # a block at a time, as the passes make it
+            shifts[start:stop] = self.displacement(exact[start:stop], start, work)
+        return shifts
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,14 +231,6 @@ def _trusted(squares: float) -> bool:
 _SMALLEST_TRUSTED = 2.0**-900  # a sum of squares below it may hold terms that underflowed
 
 
-def _float64(values: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``values`` as float64: themselves, or converted exactly into ``out``."""
-    if values.dtype == np.float64:
-        return values
-    np.copyto(out[: len(values)], values, casting="unsafe")
-    return out[: len(values)]
-
-
 def _rounded(operation, exact, step, own, buffer) -> np.ndarray:
     """θ ± Δ computed in float64 and rounded into ``own``'s dtype (into ``buffer`` when that is float64,
     ``own`` is None): astype's rounding."""
@@ -280,7 +273,7 @@ def _shift(buffers: _Buffers, exact: np.ndarray, plus: np.ndarray) -> np.ndarray
     θ₋ = θ − (θ₊ − θ) rounded into the dtype is what the plus probe's pass measures and the minus
     probe's pass writes."""
     if plus.dtype not in (np.float64, np.float32):
-        plus = _float64(plus, buffers.plus)
+        plus = as_float64(plus, buffers.plus)
     return np.subtract(plus, exact, out=buffers.shift[: len(exact)])
 
 
@@ -293,7 +286,7 @@ def _reflection(buffers: _Buffers, exact: np.ndarray, plus: np.ndarray) -> np.nd
 def _shifts(buffers: _Buffers, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
     """s = θ₊ − θ₋ of one block in float64 (into ``buffers.shifts``)."""
     if plus.dtype not in (np.float64, np.float32):
-        plus, minus = _float64(plus, buffers.plus), _float64(minus, buffers.minus)
+        plus, minus = as_float64(plus, buffers.plus), as_float64(minus, buffers.minus)
     return np.subtract(plus, minus, out=buffers.shifts[: len(plus)], dtype=np.float64)
 
 
