@@ -112,7 +112,7 @@ def call_breakdown(problem, samples) -> str:
     the confirmations, the verification probes of every chunk's first coordinate) and the workers'
     (each coordinate's two probes, and one f(θ) per worker as it loads), and the speed-up bound that
     the split alone sets on 2 cores (the serial calls ÷ half of all the calls), whatever the load."""
-    from gradcheck_cli import parallel
+    from gradcheck_cli.check import parallel
 
     here, split = [0], []
     objective, chunks = problem.objective, parallel.chunks

@@ -35,8 +35,8 @@ import time
 import numpy as np
 
 from _common import header, interleaved, malloc_line, median, seconds, spread, verdict, with_steady_malloc
-from gradcheck_cli import problem as problem_module
 from gradcheck_cli.check import check_gradients
+from gradcheck_cli.engine import problem as problem_module
 from gradcheck_cli.errors import SharedMemory
 
 SIZES = (128, 1024)

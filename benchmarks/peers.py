@@ -50,8 +50,8 @@ import _projection
 from _common import header, interleaved, malloc_line, median, seconds, spread, with_steady_malloc
 from _objectives import mean_nll, mean_nll_gradient
 from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
-from gradcheck_cli.chapter.sampling import sample_tensor_coordinates
 from gradcheck_cli.check import check_gradients
+from gradcheck_cli.engine.sampling import sample_tensor_coordinates
 
 ROWS = 10
 SAMPLES = 64

@@ -43,8 +43,8 @@ def rss_child(elements: int, function: str) -> dict:
     import numpy as np
 
     from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
-    from gradcheck_cli.chapter.sampling import sample_tensor_coordinates
     from gradcheck_cli.check import check_gradients
+    from gradcheck_cli.engine.sampling import sample_tensor_coordinates
 
     baseline_kb = status_kb("VmRSS")
     side = math.isqrt(elements)
@@ -106,7 +106,7 @@ def rss_child(elements: int, function: str) -> dict:
 
 
 def sampler_timing(repeats: int) -> None:
-    from gradcheck_cli.chapter.tensors import sample_tensor_coordinates
+    from gradcheck_cli.engine.tensors import sample_tensor_coordinates
 
     samples = sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES)
     timer = timeit.Timer(lambda: sample_tensor_coordinates(SAMPLER_SHAPE, SAMPLES))

@@ -111,7 +111,7 @@ def report_imports(label, command, baseline, environment):
     return heavy
 
 
-#: What pip writes as the ``gradcheck`` console script (entry point ``gradcheck_cli.cli:main``).
+#: What pip writes as the ``gradcheck`` console script (entry point ``gradcheck_cli.cli.app:main``).
 CONSOLE_SCRIPT = """import re
 import sys
 from gradcheck_cli.cli import main
@@ -211,7 +211,7 @@ def main():
     arguments = parser.parse_args()
 
     header("start-up: gradcheck quadratic vs python -c 'import click'")
-    cli_exists = importlib.util.find_spec("gradcheck_cli.cli") is not None
+    cli_exists = importlib.util.find_spec("gradcheck_cli.cli.app") is not None
     if not cli_exists:
         print("NOT MEASURED: gradcheck_cli/cli.py does not exist yet, so there is no `gradcheck quadratic`;")
         print("  only the library import is timed below. Re-run this script once the CLI has landed.")

@@ -18,7 +18,7 @@ import numpy as np
 
 from _common import header
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 
 def coupled_problem(count: int, wrong: str) -> GradientProblem:

@@ -7,7 +7,6 @@ every perturbed value (chapter 13 of the course, in Python, bit for bit).
 """
 
 from . import errors
-from .cli_errors import __all__ as _cli_error_names
 
 __version__ = "0.1.0"
 
@@ -26,8 +25,8 @@ _TENSOR_NAMES = ("CoordinateGradientCheck", "TensorGradientCheck", "sampled_tens
 # Everything is loaded on first use: the tensor API and the checks of a user's problem need numpy,
 # and even the numpy-free modules cost start-up time that `gradcheck --help` should not pay.
 _LAZY_MODULES = {
-    **dict.fromkeys(_ESTIMATOR_NAMES, "chapter.estimator"),
-    **dict.fromkeys(("SampledCoordinate", "sample_tensor_coordinates"), "chapter.sampling"),
+    **dict.fromkeys(_ESTIMATOR_NAMES, "engine.estimator"),
+    **dict.fromkeys(("SampledCoordinate", "sample_tensor_coordinates"), "engine.sampling"),
     **dict.fromkeys(("StepScanRecord", "error_regimes", "step_scan"), "chapter.scan"),
     **dict.fromkeys(_TENSOR_NAMES, "chapter.sampled"),
     **dict.fromkeys(
@@ -42,15 +41,14 @@ _LAZY_MODULES = {
         ),
         "check",
     ),
-    **dict.fromkeys(("GradientProblem", "ProblemReference", "load_problem", "as_problem"), "problem"),
-    **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "chapter.dtypes"),
+    **dict.fromkeys(("GradientProblem", "ProblemReference", "load_problem", "as_problem"), "engine.problem"),
+    **dict.fromkeys(("ProbeDtype", "probe_dtype", "dtype_perturbations"), "engine.dtypes"),
     **dict.fromkeys(
-        ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice"
+        ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice.steps"
     ),
-    **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor"),
-    **dict.fromkeys(("check_hessian_vector_product", "hessian_problem", "HessianVectorReport"), "hessian"),
-    **dict.fromkeys(("plot_scan", "plot_taylor"), "plotting"),
-    **dict.fromkeys(_cli_error_names, "cli_errors"),
+    **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor.remainder"),
+    **dict.fromkeys(("check_hessian_vector_product", "hessian_problem", "HessianVectorReport"), "check.hessian"),
+    **dict.fromkeys(("plot_scan", "plot_taylor"), "display.plotting"),
 }
 
 

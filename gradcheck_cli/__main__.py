@@ -1,5 +1,5 @@
 """``python -m gradcheck_cli``: the same command as ``gradcheck``."""
 
-from .cli import main
+from .cli.app import main
 
 main(prog_name="gradcheck")

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from .check import GradientCheckReport, Samples, check_gradients
-from .defaults import CHECK_SAMPLES
-from .formatting import rust_list
-from .verdicts import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
+from .core.defaults import CHECK_SAMPLES
+from .core.formatting import rust_list
+from .verdict.words import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import jsonschema
 
-from gradcheck_cli import output, render, schemas
+from gradcheck_cli import schemas
+from gradcheck_cli.display import output, render
 
 #: Documents larger than this are counted as skipped, not validated: the million-coordinate
 #: benchmarks' output would take minutes in a pure-Python validator.

@@ -31,7 +31,7 @@ import sys
 import numpy as np
 import pytest
 
-from gradcheck_cli.advice import (
+from gradcheck_cli.advice.steps import (
     DEFAULT_RATIO,
     advise_coordinate_step,
     advise_problem_steps,
@@ -39,9 +39,9 @@ from gradcheck_cli.advice import (
     default_steps,
     geometric_steps,
 )
-from gradcheck_cli.chapter.dtypes import dtype_perturbations, probe_dtype
-from gradcheck_cli.chapter.estimator import central_difference, perturbations
 from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, identity, quadratic
+from gradcheck_cli.engine.dtypes import dtype_perturbations, probe_dtype
+from gradcheck_cli.engine.estimator import central_difference, perturbations
 from gradcheck_cli.errors import (
     AtParameter,
     InvalidStep,
@@ -354,7 +354,7 @@ def test_scalar_advice_does_not_import_numpy():
     # Also for a float32 or bfloat16 objective named by its dtype: the exact rounding is integer arithmetic.
     code = (
         "import sys\n"
-        "from gradcheck_cli.advice import advise_step\n"
+        "from gradcheck_cli.advice.steps import advise_step\n"
         "from gradcheck_cli.chapter.fixtures import cubic\n"
         "advice = advise_step(cubic, 1.5)\n"
         "assert advice.advised_step > 0\n"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli.blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
+from gradcheck_cli.engine.blocks import BLOCK, FlatBlocks, block_bounds, tree_sum
 
 
 @pytest.mark.parametrize("count", [1, 7, 128, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 1_000_003])
@@ -80,7 +80,7 @@ def test_writing_into_an_array_made_read_only_is_refused():
 def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_other():
     import threading
 
-    from gradcheck_cli.blocks import scratch
+    from gradcheck_cli.engine.blocks import scratch
 
     first = scratch("test", 3 * BLOCK)
     assert len(first) == BLOCK and np.shares_memory(first, scratch("test", 10))
@@ -95,7 +95,7 @@ def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_ot
 
 
 def test_a_scale_told_no_entry_exceeds_its_cap_weighs_as_one_that_caps():
-    from gradcheck_cli.direction import DirectionScale
+    from gradcheck_cli.check.directional_probes import DirectionScale
 
     rng = np.random.default_rng(3)
     gradient = rng.standard_normal(5000).astype(np.float32)

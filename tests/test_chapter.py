@@ -17,7 +17,7 @@ from gradcheck_cli.chapter.nll import (
     indexed_mean_nll,
     nll_gradient_check,
 )
-from gradcheck_cli.formatting import rust_exp, rust_fixed, rust_list
+from gradcheck_cli.core.formatting import rust_exp, rust_fixed, rust_list
 
 # The chapter's scan: requested h, numerical value, scaled error, actual spacing, regime, verdict.
 # Numerical values and scaled errors for 1e-5, 1e-13 and 1e-15 are printed to 12 digits in the
@@ -218,11 +218,11 @@ def test_the_check_and_taylor_defaults_live_in_a_numpy_free_module():
     import subprocess
     import sys
 
-    from gradcheck_cli import defaults
     from gradcheck_cli.check import check_gradients
-    from gradcheck_cli.taylor import DEFAULT_SEED
+    from gradcheck_cli.core import defaults
+    from gradcheck_cli.taylor.remainder import DEFAULT_SEED
 
     samples = inspect.signature(check_gradients).parameters["samples"].default
     assert (defaults.CHECK_SAMPLES, defaults.TAYLOR_SEED) == (samples, DEFAULT_SEED) == (16, 0)
-    code = "import sys\nfrom gradcheck_cli import defaults\nassert 'numpy' not in sys.modules\n"
+    code = "import sys\nfrom gradcheck_cli.core import defaults\nassert 'numpy' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)

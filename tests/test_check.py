@@ -14,10 +14,10 @@ from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
-from gradcheck_cli.chapter.dtypes import PROBE_DTYPES
 from gradcheck_cli.chapter.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.check import ALL_COORDINATES
-from gradcheck_cli.defaults import CHECK_SAMPLES
+from gradcheck_cli.core.defaults import CHECK_SAMPLES
+from gradcheck_cli.engine.dtypes import PROBE_DTYPES
 from gradcheck_cli.errors import (
     AtCoordinate,
     AtParameter,
@@ -873,7 +873,7 @@ def two_parameter_problem():
 
 
 def test_step_auto_checks_each_parameter_at_its_advised_step_and_carries_the_advice():
-    from gradcheck_cli.advice import advise_problem_steps
+    from gradcheck_cli.advice.steps import advise_problem_steps
 
     problem = two_parameter_problem()
     report = check_problem(problem, step="auto", samples=2)
@@ -944,7 +944,7 @@ def test_step_auto_validates_the_probes_at_the_advised_step_before_the_first_che
         check_gradients(objective, {"w": weights}, {"w": 2 * weights}, step="auto", samples="all")
     assert isinstance(caught.value.source.source, PerturbationUnchanged)
     assert caught.value.source.coordinate == [0]
-    advice_calls = 3 * len(gradcheck_cli.advice.default_steps(0.5))
+    advice_calls = 3 * len(gradcheck_cli.advice.steps.default_steps(0.5))
     assert len(calls) == advice_calls and weights.tobytes() == before
 
 
@@ -1023,8 +1023,8 @@ def _reference_structured_offsets(shape, samples, gradient):
     """The structured selection one point at a time, in Python integers (the vectorized one's spec):
     the largest entries, then the stratified points (ranks of the R_d fractions per axis, mirrored
     pairs and 3-cycles on the last two axes when square), then R_d points until enough."""
-    from gradcheck_cli.chapter.sampling import offset_from_coordinate, sample_tensor_coordinates
-    from gradcheck_cli.selection import _recurrence_multipliers, largest_offsets
+    from gradcheck_cli.check.selection import _recurrence_multipliers, largest_offsets
+    from gradcheck_cli.engine.sampling import offset_from_coordinate, sample_tensor_coordinates
 
     one = 1 << 64
     chosen = dict.fromkeys(largest_offsets(gradient, max(1, samples // 4)))
@@ -1072,7 +1072,7 @@ def _reference_structured_offsets(shape, samples, gradient):
     [(7,), (100,), (5, 5), (3, 4), (40, 50), (16, 16), (2, 3, 3), (1, 1000), (1000, 1), (4, 4, 4, 4), (2, 1, 1)],
 )
 def test_the_vectorized_structured_selection_is_the_point_by_point_one(shape):
-    from gradcheck_cli.selection import structured_offsets
+    from gradcheck_cli.check.selection import structured_offsets
 
     random = np.random.default_rng(len(shape) * 1000 + shape[-1])
     elements = int(np.prod(shape))
@@ -1086,7 +1086,7 @@ def test_the_vectorized_structured_selection_is_the_point_by_point_one(shape):
 
 
 def test_the_structured_selection_is_exact_on_extents_beyond_32_bits():
-    from gradcheck_cli.selection import _recurrence_multipliers, _spread_offsets
+    from gradcheck_cli.check.selection import _recurrence_multipliers, _spread_offsets
 
     one = 1 << 64
     for shape in [(2**40,), (3, 2**35), (2**31 + 1, 2**31 - 1), (2**20, 2**42 + 3), (2**62 + 5,)]:
@@ -1112,7 +1112,7 @@ def test_the_structured_selection_is_exact_on_extents_beyond_32_bits():
 def test_the_spread_coordinates_cover_every_row_and_column(rows, columns, samples, gradient_seed):
     """k spread points (samples less the largest entries) hit min(k, n) rows and min(k, m) columns,
     a square matrix keeps mirrored pairs, and the selection is deterministic."""
-    from gradcheck_cli.selection import largest_offsets, structured_offsets
+    from gradcheck_cli.check.selection import largest_offsets, structured_offsets
 
     shape = (rows, columns)
     assume(samples < rows * columns)
@@ -1133,7 +1133,7 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
     # scaled ×1000, and g's terms there nearly cancel along the direction: g₁Δ₁ = c, g₂Δ₂ = −(1 − 1e-7)c
     # with c = h/√3. The gap (1000 − 1)·1e-7·c is 5.77e-5 of ‖g∘Δ‖₂ = √3·c (every |g_i Δ_i| = c up to
     # 1e-7), beyond the tolerance 6.1e-6; beside ‖a∘Δ‖₂ ≈ 1000·√2·c it was 7.06e-8 and passed.
-    from gradcheck_cli.direction import direction_signs
+    from gradcheck_cli.check.directional_probes import direction_signs
 
     signs = direction_signs(3)
     g = np.array([1.0, signs[1], -signs[2] * (1 - 1e-7)])
@@ -1158,8 +1158,8 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 def _reference_direction(w, g, step, multiplier=1.0):
     """θ₊ = θ + m·Δ and θ₋ = θ − (θ₊ − θ) rounded into w's dtype, the shifts' sums and moved count, on
     whole arrays: Δ_i = s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·step/√N), in float32 for float32."""
-    from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.direction import direction_signs
+    from gradcheck_cli.check.directional_probes import direction_signs
+    from gradcheck_cli.engine.dtypes import probe_dtype
 
     work = np.float32 if w.dtype == np.float32 else np.float64  # float32 is computed in float32
     exact = np.array(w, dtype=work, order="C")
@@ -1291,9 +1291,9 @@ def _scaled_norm(values) -> float:
 def test_the_norms_of_a_gradient_whose_squares_overflow_or_underflow_are_taken_scaled(magnitude, capped):
     """Σ (a·s)² overflows at |a| ~ 1e200 and loses every term to underflow at 1e-200: the norms are then
     taken again, scaled, equal to a scaled whole-array reference (the plain sums gave inf and 0)."""
-    from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.direction import Direction, DirectionScale, DirectionalProbing
-    from gradcheck_cli.directional import probe_direction
+    from gradcheck_cli.check.directional import probe_direction
+    from gradcheck_cli.check.directional_probes import Direction, DirectionScale, DirectionalProbing
+    from gradcheck_cli.engine.dtypes import probe_dtype
 
     rng = np.random.default_rng(17)
     size = 3 * 2**16 + 5
@@ -1322,7 +1322,7 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
     """θ₋ is computed from the θ₊ the array holds: where the objective changed θ₊ in place during its
     call, θ₋ would be off, so the change is a ParameterChanged error (the array restored). A change
     made during the minus probe's call is overwritten by the restoring, as a coordinate's is."""
-    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.engine.blocks import BLOCK
     from gradcheck_cli.errors import ParameterChanged
 
     dtype = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}.get(layout, np.float64)
@@ -1352,11 +1352,11 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
 def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(dtype):
     """Where every |θ_i| of a block is at most 1 (read in the pass that takes the snapshot), Δ_i there is
     s_i·u itself: max(1, |θ_i|)·x is x. The probes are the whole-array reference's, bit for bit."""
-    from gradcheck_cli.blocks import BLOCK, block_bounds
-    from gradcheck_cli.chapter.dtypes import probe_dtype
+    from gradcheck_cli.check.directional import probe_direction
+    from gradcheck_cli.check.directional_probes import Direction, DirectionalProbing
     from gradcheck_cli.check.plan import _finite_snapshot
-    from gradcheck_cli.direction import Direction, DirectionalProbing
-    from gradcheck_cli.directional import probe_direction
+    from gradcheck_cli.engine.blocks import BLOCK, block_bounds
+    from gradcheck_cli.engine.dtypes import probe_dtype
 
     rng = np.random.default_rng(23)
     size = 4 * BLOCK + 3
@@ -1383,9 +1383,9 @@ def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(d
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
-    from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.direction import Direction, DirectionalProbing
-    from gradcheck_cli.directional import probe_direction
+    from gradcheck_cli.check.directional import probe_direction
+    from gradcheck_cli.check.directional_probes import Direction, DirectionalProbing
+    from gradcheck_cli.engine.dtypes import probe_dtype
 
     rng = np.random.default_rng(11)
     w = np.array(rng.standard_normal((41, 1700)) * 3, dtype=dtype)[:, ::2]  # 34 850 elements, strided
@@ -1421,7 +1421,7 @@ def _reference_largest(gradient, count):
 @pytest.mark.parametrize("kind", ["normal", "ties", "ascending", "descending", "sparse", "zero"])
 @pytest.mark.parametrize("count", [1, 4, 25, 300])
 def test_the_largest_entries_in_blocks_are_the_whole_array_ones(kind, count):
-    from gradcheck_cli.selection import largest_offsets
+    from gradcheck_cli.check.selection import largest_offsets
 
     rng = np.random.default_rng(count)
     size = 100_003
@@ -1439,7 +1439,7 @@ def test_the_largest_entries_in_blocks_are_the_whole_array_ones(kind, count):
 
 @pytest.mark.parametrize("layout", ["contiguous", "float32", "strided"])
 def test_an_array_changed_past_the_first_block_is_caught_by_the_direction_and_restored(layout):
-    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.engine.blocks import BLOCK
     from gradcheck_cli.errors import ParameterChanged
 
     base = np.linspace(-1.0, 1.0, 2 * (3 * BLOCK + 5)).astype(np.float32 if layout == "float32" else np.float64)
@@ -1486,9 +1486,9 @@ def test_a_sampled_coordinate_changed_before_its_own_probe_is_caught_at_the_next
 def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting(dtype, size, multiplier, shortcut):
     """Where every probe provably moves (the default step, small enough N) moved is 2N uncounted:
     compared with the whole-array count at θ from 0 and subnormals to 1e37, both signs."""
-    from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.direction import Direction, DirectionalProbing, dtype_epsilon
-    from gradcheck_cli.directional import probe_direction
+    from gradcheck_cli.check.directional import probe_direction
+    from gradcheck_cli.check.directional_probes import Direction, DirectionalProbing, dtype_epsilon
+    from gradcheck_cli.engine.dtypes import probe_dtype
 
     rng = np.random.default_rng(size)
     tiny = float(np.finfo(dtype).smallest_subnormal)
@@ -1506,8 +1506,8 @@ def test_the_moved_count_is_the_count_of_moved_elements_with_or_without_counting
 
 
 def test_a_given_step_is_always_counted_and_its_unmoved_elements_are_not():
-    from gradcheck_cli.direction import Direction, DirectionalProbing, dtype_epsilon
-    from gradcheck_cli.directional import probe_direction
+    from gradcheck_cli.check.directional import probe_direction
+    from gradcheck_cli.check.directional_probes import Direction, DirectionalProbing, dtype_epsilon
 
     w = np.where(np.arange(5000) % 3 == 0, 1e30, 1.0)
     direction = Direction(step=1e-3, step_factor=0.0, elements=w.size)
@@ -1519,8 +1519,8 @@ def test_a_given_step_is_always_counted_and_its_unmoved_elements_are_not():
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_the_selecting_pass_reports_the_first_non_finite_block_and_selects_as_before(value):
-    from gradcheck_cli.blocks import BLOCK
-    from gradcheck_cli.selection import largest_offsets
+    from gradcheck_cli.check.selection import largest_offsets
+    from gradcheck_cli.engine.blocks import BLOCK
 
     gradient = np.linspace(-1.0, 1.0, 3 * BLOCK + 5)
     gradient[2 * BLOCK + 9] = value
@@ -1535,7 +1535,7 @@ def test_the_selecting_pass_reports_the_first_non_finite_block_and_selects_as_be
 
 @pytest.mark.parametrize("samples", [16, "all"])
 def test_a_non_finite_value_past_the_first_block_is_refused_theta_first(samples):
-    from gradcheck_cli.blocks import BLOCK
+    from gradcheck_cli.engine.blocks import BLOCK
 
     w, g = np.linspace(-1.0, 1.0, 3 * BLOCK + 7).reshape(-1, 5), np.ones(3 * BLOCK + 7).reshape(-1, 5)
     g.reshape(-1)[BLOCK + 2] = math.nan
@@ -1579,7 +1579,7 @@ def test_a_check_run_in_the_middle_of_another_checks_pass_changes_nothing_of_it(
     """A signal handler or a finalizer may run a check while another is in the middle of a whole-array
     pass in the same thread: the inner check's temporaries must not be the outer pass's (its probes
     were written from the inner check's numbers: a correct directional test read 4193 against -0.001)."""
-    from gradcheck_cli.direction import Direction
+    from gradcheck_cli.check.directional_probes import Direction
 
     n = 3 * 65536 + 11
     w = np.linspace(-2.0, 3.0, n)

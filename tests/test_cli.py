@@ -22,10 +22,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli import __version__, output, render, tables
+from gradcheck_cli import __version__
 from gradcheck_cli.chapter import fixtures, nll, scan
-from gradcheck_cli.chapter.estimator import scalar_gradient_check
-from gradcheck_cli.cli import (
+from gradcheck_cli.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_CANDIDATE_FAILED,
     EXIT_INTERRUPTED,
@@ -38,6 +37,8 @@ from gradcheck_cli.cli import (
     output_options,
     run,
 )
+from gradcheck_cli.display import output, render, tables
+from gradcheck_cli.engine.estimator import scalar_gradient_check
 from gradcheck_cli.errors import GradCheckError, InvalidStep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,7 +212,7 @@ def test_json_holds_the_schema_the_issue_names():
 
 
 def test_sample_json_is_the_samplers_to_dict():
-    from gradcheck_cli.chapter.tensors import sample_tensor_coordinates
+    from gradcheck_cli.engine.tensors import sample_tensor_coordinates
 
     expected = [sample.to_dict() for sample in sample_tensor_coordinates((4, 5), 3)]
     assert json.loads(invoke("sample", "--shape", "4,5", "--max-samples", "3", "--json").stdout) == {"sample": expected}
@@ -724,22 +725,27 @@ def test_scalar_subcommands_import_neither_numpy_nor_rich():
 #: All that `gradcheck quadratic` may load beyond click (start-up is benchmarked against `import click`).
 QUADRATIC_MODULES = {
     "gradcheck_cli",
+    "gradcheck_cli.cli",
+    "gradcheck_cli.core",
+    "gradcheck_cli.display",
+    "gradcheck_cli.engine",
+    "gradcheck_cli.verdict",
     "gradcheck_cli.chapter",
     "gradcheck_cli.chapter.fixtures",
-    "gradcheck_cli.chapter.chapter_lines",
-    "gradcheck_cli.cli",
-    "gradcheck_cli.cli_errors",
-    "gradcheck_cli.commands",
-    "gradcheck_cli.commands.quadratic",
+    "gradcheck_cli.display.chapter_lines",
+    "gradcheck_cli.cli.app",
+    "gradcheck_cli.errors.command_line",
+    "gradcheck_cli.cli.commands",
+    "gradcheck_cli.cli.commands.quadratic",
     "gradcheck_cli.errors",
     "gradcheck_cli.errors.record",
     "gradcheck_cli.errors.requests",
-    "gradcheck_cli.chapter.estimator",
-    "gradcheck_cli.formatting",
-    "gradcheck_cli.output",
-    "gradcheck_cli.records",
-    "gradcheck_cli.render",
-    "gradcheck_cli.verdicts",
+    "gradcheck_cli.engine.estimator",
+    "gradcheck_cli.core.formatting",
+    "gradcheck_cli.display.output",
+    "gradcheck_cli.core.record",
+    "gradcheck_cli.display.render",
+    "gradcheck_cli.verdict.words",
 }
 
 
@@ -810,21 +816,22 @@ def test_a_command_line_exempts_what_start_up_made_from_collection_and_nothing_t
 
 def test_help_lists_the_subcommands_without_importing_them():
     loaded = _modules_loaded_by("--help")
-    assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
+    assert "gradcheck_cli.cli.app" in loaded  # the check sees gradcheck's modules at all
     # Nor what only a command uses: the rendering and the chapter's text lines.
-    assert not {name for name in loaded if name.startswith(("gradcheck_cli.commands.", "gradcheck_cli.chapter."))}
-    assert "gradcheck_cli.render" not in loaded
+    assert not {name for name in loaded if name.startswith(("gradcheck_cli.cli.commands.", "gradcheck_cli.chapter."))}
+    assert "gradcheck_cli.display.render" not in loaded
 
 
 def test_help_loads_no_module_only_a_command_or_clicks_terminal_width_needs():
     loaded = _modules_loaded_by("--help")
-    assert "gradcheck_cli.cli" in loaded  # the check sees gradcheck's modules at all
+    assert "gradcheck_cli.cli.app" in loaded  # the check sees gradcheck's modules at all
     # shutil, which click's formatter imports for the terminal's width, loads zlib, bz2 and lzma.
     assert not {"shutil", "zlib", "dataclasses", "struct"} & loaded
-    # Of the errors, only the base class and the command line's own (cli_errors.py).
+    # Of the errors, only the base class and the command line's own (errors/command_line.py).
     assert {name for name in loaded if name.startswith("gradcheck_cli.errors")} == {
         "gradcheck_cli.errors",
         "gradcheck_cli.errors.record",
+        "gradcheck_cli.errors.command_line",
     }
 
 
@@ -856,7 +863,7 @@ def stdout_at_start(request, monkeypatch):
 def test_help_is_as_wide_as_clicks_formatter_makes_it(monkeypatch, stdout_at_start, columns):
     import shutil
 
-    from gradcheck_cli.cli import GradcheckContext
+    from gradcheck_cli.cli.app import GradcheckContext
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)

@@ -23,22 +23,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import check, formatting, output, render
-from gradcheck_cli.advice import advise_problem_steps, advise_step
+from gradcheck_cli import check
+from gradcheck_cli.advice.steps import advise_problem_steps, advise_step
 from gradcheck_cli.chapter import fixtures
-from gradcheck_cli.chapter.dtypes import probe_dtype
 from gradcheck_cli.check import check_problem
-from gradcheck_cli.cli import (
-    EXIT_BAD_INPUT,
-    EXIT_CANDIDATE_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    main,
-)
-from gradcheck_cli.cli_errors import ObjectiveRaised
+from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_CANDIDATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, main
+from gradcheck_cli.core import formatting
+from gradcheck_cli.display import output, render
+from gradcheck_cli.display.progress import ProgressBar
+from gradcheck_cli.engine.dtypes import probe_dtype
+from gradcheck_cli.errors.command_line import ObjectiveRaised
 from gradcheck_cli.problem import load_problem
-from gradcheck_cli.progress import ProgressBar
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -1070,7 +1066,7 @@ def test_traceback_prints_the_users_frames_in_full_and_still_ends_with_the_one_l
 def test_an_output_longer_than_the_threshold_is_streamed_and_identical(monkeypatch):
     whole = {fmt: invoke("check", MLP, "--samples", "all", *flags) for fmt, flags in _STREAMED_FORMATS}
     monkeypatch.setattr(output, "STREAM_THRESHOLD", 1000)
-    from gradcheck_cli import cli
+    from gradcheck_cli.cli import app as cli
 
     streams, stream = [], cli._stream
     monkeypatch.setattr(cli, "_stream", lambda *arguments: streams.append(1) or stream(*arguments))
@@ -1092,7 +1088,7 @@ _STREAMED_FORMATS = [("json", ["--json"]), ("verbose", ["--verbose"])]
 @pytest.mark.skipif(os.name != "posix", reason="pipes and /dev/full are POSIX notions")
 def test_a_streamed_output_to_a_closed_reader_or_a_full_disk_is_141_or_74():
     program = (
-        "import sys; from gradcheck_cli import output; output.STREAM_THRESHOLD = 1000; "
+        "import sys; from gradcheck_cli.display import output; output.STREAM_THRESHOLD = 1000; "
         "from gradcheck_cli.cli import main; sys.argv[0] = 'gradcheck'; main()"
     )
     command = [sys.executable, "-c", program, "check", MLP, "--samples", "all", "--json"]

@@ -267,7 +267,7 @@ def test_a_uniform_factor_close_to_one_keeps_its_digits():
 
 def test_one_failing_coordinate_is_not_localized_while_others_are_inconclusive():
     # The diagnosis says "only [i, j] fails and the rest passes" only when the rest did pass.
-    from gradcheck_cli.diagnosis import diagnose_parameter
+    from gradcheck_cli.verdict.diagnosis import diagnose_parameter
 
     made = problem("one_row")
     report = check_gradients(made.objective, made.parameters, made.gradients)

@@ -10,8 +10,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gradcheck_cli import check_gradients, sampled_tensor_gradient_check
-from gradcheck_cli.chapter.dtypes import PROBE_DTYPES, dtype_perturbations, probe_dtype
-from gradcheck_cli.chapter.estimator import perturbations
+from gradcheck_cli.engine.dtypes import PROBE_DTYPES, dtype_perturbations, probe_dtype
+from gradcheck_cli.engine.estimator import perturbations
 from gradcheck_cli.errors import (
     AtCoordinate,
     AtParameter,

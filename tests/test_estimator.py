@@ -22,7 +22,6 @@ from gradcheck_cli import (
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
-from gradcheck_cli.chapter.estimator import perturbations
 from gradcheck_cli.chapter.fixtures import (
     absolute_kink_diagnostic,
     collapsed_step_error,
@@ -30,7 +29,8 @@ from gradcheck_cli.chapter.fixtures import (
     quadratic_gradient_check,
     rounded_identity_gradient_check,
 )
-from gradcheck_cli.formatting import rust_debug, rust_exp, rust_fixed
+from gradcheck_cli.core.formatting import rust_debug, rust_exp, rust_fixed
+from gradcheck_cli.engine.estimator import perturbations
 
 
 def test_quadratic_reproduces_the_chapters_line():
@@ -355,7 +355,7 @@ def test_numpy_real_scalars_are_still_accepted():
 
 
 def test_same_bits_tells_signed_zeros_apart_and_matches_a_nan_with_itself():
-    from gradcheck_cli.records import float_bits, same_bits
+    from gradcheck_cli.core.record import float_bits, same_bits
 
     assert same_bits(1.5, 1.5) and same_bits(math.nan, math.nan)
     assert not same_bits(0.0, -0.0) and not same_bits(1.0, math.nextafter(1.0, 2.0))
@@ -364,7 +364,7 @@ def test_same_bits_tells_signed_zeros_apart_and_matches_a_nan_with_itself():
 
 @pytest.mark.parametrize("steps", [[1e-3], [1e-3, 1e-3], [1e-4, 1e-3], []])
 def test_a_step_sequence_is_two_or_more_strictly_decreasing_steps(steps):
-    from gradcheck_cli.chapter.estimator import validate_steps
+    from gradcheck_cli.engine.estimator import validate_steps
     from gradcheck_cli.errors import InvalidStepSequence
 
     with pytest.raises(InvalidStepSequence) as caught:
@@ -373,7 +373,7 @@ def test_a_step_sequence_is_two_or_more_strictly_decreasing_steps(steps):
 
 
 def test_validate_steps_returns_floats_and_names_a_bad_step():
-    from gradcheck_cli.chapter.estimator import validate_steps
+    from gradcheck_cli.engine.estimator import validate_steps
 
     assert validate_steps([1, 0.5]) == (1.0, 0.5)
     with pytest.raises(InvalidStep):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gradcheck_cli import check_problem, load_problem
-from gradcheck_cli.chapter.dtypes import PROBE_DTYPES
+from gradcheck_cli.engine.dtypes import PROBE_DTYPES
 from gradcheck_cli.testing import assert_gradients_match
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

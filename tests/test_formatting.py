@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gradcheck_cli.formatting import rust_debug, rust_exp, rust_fixed, rust_list
+from gradcheck_cli.core.formatting import rust_debug, rust_exp, rust_fixed, rust_list
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "rust-float-formats.tsv"
 LOCAL_COPY = Path(__file__).resolve().parent / "data" / "rust-float-formats.tsv"

@@ -1,4 +1,4 @@
-"""gradcheck_cli.hessian: a Hessian-vector product against the central difference of the gradient.
+"""gradcheck_cli.check.hessian: a Hessian-vector product against the central difference of the gradient.
 
 The problem is scipy's use case: logistic regression's mean loss, whose gradient is
 Xᵀ(σ(Xw) − y)/N and Hessian-vector product Xᵀ(s(1 − s) ⊙ Xv)/N with s = σ(Xw). The classic bug
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gradcheck_cli.check.hessian import check_hessian_vector_product
 from gradcheck_cli.errors import AtParameter, InvalidArgument
-from gradcheck_cli.hessian import check_hessian_vector_product
 
 N, D = 40, 5
 
@@ -97,7 +97,7 @@ def test_bad_requests_are_typed_errors():
 @pytest.mark.parametrize("missing_mean, verdict, order", [(False, "passed", 2.0), (True, "failed", 1.0)])
 def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, order):
     from gradcheck_cli import check_problem, taylor_test
-    from gradcheck_cli.hessian import hessian_problem
+    from gradcheck_cli.check.hessian import hessian_problem
 
     gradient, hessp, parameters = logistic_regression(missing_mean=missing_mean)
     result = taylor_test(hessian_problem(gradient, hessp, parameters))
@@ -108,7 +108,7 @@ def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, 
 
 def test_the_package_exports_the_hessian_check():
     import gradcheck_cli
-    from gradcheck_cli import hessian
+    from gradcheck_cli.check import hessian
 
     assert gradcheck_cli.check_hessian_vector_product is hessian.check_hessian_vector_product
     assert gradcheck_cli.hessian_problem is hessian.hessian_problem

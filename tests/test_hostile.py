@@ -19,11 +19,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli import output, render
-from gradcheck_cli.chapter import chapter_lines
 from gradcheck_cli.chapter.scan import error_regimes
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.cli import (
+from gradcheck_cli.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -31,9 +29,10 @@ from gradcheck_cli.cli import (
     EXIT_OUTPUT_FAILED,
     main,
 )
+from gradcheck_cli.display import chapter_lines, output, render
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTABLE = "fixtures/golden/inputs/portable.py:problem"
@@ -330,7 +329,7 @@ def test_4_a_npy_header_that_claims_more_than_the_file_holds_is_bad_input(tmp_pa
 
 
 def test_5_a_selection_that_cannot_fit_in_memory_is_refused_up_front(problems, monkeypatch):
-    from gradcheck_cli.chapter import sampling
+    from gradcheck_cli.engine import sampling
     from gradcheck_cli.errors import TooManySamples
 
     # A fixed 8 GiB available, so that the text and JSON runs name the same limit whatever the machine does.
@@ -467,7 +466,7 @@ def _interrupt_after(calls: int, function):
 )
 def test_8_ctrl_c_while_the_results_are_rendered_leaves_stdout_empty(monkeypatch, arguments, target):
     if target == "tables":
-        from gradcheck_cli import tables
+        from gradcheck_cli.display import tables
 
         monkeypatch.setattr(tables, "kink", _interrupt_after(0, tables.kink))  # after the first tables
     elif target == "json":  # the JSON encoder's one value
@@ -519,7 +518,7 @@ def test_8_ctrl_c_while_the_results_are_written_leaves_them_whole(output):
 @pytest.mark.parametrize("logits", [None, "fixtures/golden/inputs/logits-3x4.json"])
 def test_9_nll_validates_the_request_before_computing_anything(monkeypatch, options, phrase, logits):
     from gradcheck_cli.chapter import nll
-    from gradcheck_cli.commands import nll as nll_command
+    from gradcheck_cli.cli.commands import nll as nll_command
 
     def must_not_run(*arguments, **keywords):
         raise AssertionError("computed before the request was validated")
@@ -699,7 +698,7 @@ def test_a_wheel_built_from_the_checkout_holds_every_module_and_schema(tmp_path)
         if path.suffix in (".py", ".json")
     }
     assert shipped - packaged == set()
-    assert {"gradcheck_cli/chapter/estimator.py", "gradcheck_cli/errors/record.py"} <= packaged
+    assert {"gradcheck_cli/engine/estimator.py", "gradcheck_cli/errors/record.py"} <= packaged
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the set-up is make's")

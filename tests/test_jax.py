@@ -22,13 +22,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from gradcheck_cli.cli import main  # noqa: E402
 from gradcheck_cli.errors import InvalidArgument, InvalidCall, UnsupportedJaxInput, X64Disabled  # noqa: E402
-from gradcheck_cli.jax import (  # noqa: E402
-    assert_gradients,
-    check_function,
-    check_jvp,
-    function_problem,
-    jax_problem,
-)
+from gradcheck_cli.jax import assert_gradients, check_function, check_jvp, function_problem, jax_problem  # noqa: E402
 
 DTYPES = ["float64", "float32"]
 

@@ -24,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import golden
-from gradcheck_cli import output
-from gradcheck_cli.chapter.estimator import CentralDifference, GradientComparison
 from gradcheck_cli.cli import main
+from gradcheck_cli.display import output
+from gradcheck_cli.engine.estimator import CentralDifference, GradientComparison
 
 ROOT = Path(__file__).resolve().parent.parent
 DIFFERENCE_FIELDS = [field.name for field in dataclasses.fields(CentralDifference)]
@@ -216,6 +216,6 @@ _JSON_VALUES = st.recursive(
 
 @given(_JSON_VALUES)
 def test_the_json_writer_is_json_dumps_with_indent_2_byte_for_byte(document):
-    from gradcheck_cli.records import json_ready
+    from gradcheck_cli.core.record import json_ready
 
     assert output.json_text(document) == json.dumps(json_ready(document), indent=2, allow_nan=False) + "\n"

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from gradcheck_cli import check_gradients
-from gradcheck_cli.estimates import estimate_columns
-from gradcheck_cli.judge import judge_confirmed, judge_primary, with_step_sensitivity
-from gradcheck_cli.judge_terms import FAILED, INCONCLUSIVE, PASSED, Resolution, Standard
-from gradcheck_cli.selection import structured_coordinates
+from gradcheck_cli.check.selection import structured_coordinates
 from gradcheck_cli.testing import assert_gradients_match
+from gradcheck_cli.verdict.estimates import estimate_columns
+from gradcheck_cli.verdict.rules import judge_confirmed, judge_primary, with_step_sensitivity
+from gradcheck_cli.verdict.terms import FAILED, INCONCLUSIVE, PASSED, Resolution, Standard
 
 RNG = np.random.default_rng(20261201)
 

@@ -25,8 +25,8 @@ import pytest
 
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients, check_problem
-from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED
-from gradcheck_cli.parallel import CHUNKS_PER_WORKER, chunks, worker_count
+from gradcheck_cli.check.parallel import CHUNKS_PER_WORKER, chunks, worker_count
+from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from gradcheck_cli.problem import load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -466,7 +466,9 @@ print(" ".join(sorted(name for name in sys.modules if name == "concurrent.future
 """
 
 
-@pytest.mark.parametrize("jobs, imported", [(1, ""), (None, ""), (2, "concurrent.futures gradcheck_cli.parallel")])
+@pytest.mark.parametrize(
+    "jobs, imported", [(1, ""), (None, ""), (2, "concurrent.futures gradcheck_cli.check.parallel")]
+)
 def test_parallel_and_concurrent_futures_are_imported_only_when_jobs_is_used(jobs, imported):
     script = IMPORTS.format(reference=f"{PORTABLE}:problem", jobs=jobs)
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120, check=True)
@@ -478,7 +480,7 @@ def test_the_command_line_imports_neither_without_jobs():
     result = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=120)
     modules = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
     assert result.returncode == 0 and "gradcheck_cli.check" in modules  # the check ran, and importtime saw it
-    assert not {"concurrent.futures", "gradcheck_cli.parallel"} & modules
+    assert not {"concurrent.futures", "gradcheck_cli.check.parallel"} & modules
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
@@ -488,7 +490,7 @@ def test_the_workers_are_forks_of_a_forkserver_that_imported_gradcheck(problems,
     parents = {mark.read_text() for mark in tmp_path.iterdir()}
     assert len(list(tmp_path.iterdir())) == 2 and len(parents) == 1  # two workers, one parent: not the command
     (parent,) = parents
-    assert "multiprocessing.forkserver" in parent and "gradcheck_cli.parallel" in parent, parent
+    assert "multiprocessing.forkserver" in parent and "gradcheck_cli.check.parallel" in parent, parent
 
 
 def test_a_worker_sees_the_environment_of_the_check_not_of_the_forkserver_start(problems, monkeypatch):

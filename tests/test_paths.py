@@ -21,9 +21,9 @@ from click.testing import CliRunner
 
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.cli import EXIT_INTERRUPTED, main
+from gradcheck_cli.cli.app import EXIT_INTERRUPTED, main
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
 posix_only = pytest.mark.skipif(os.name != "posix", reason="signals to a child process are POSIX notions")
@@ -589,11 +589,13 @@ def test_5_an_exception_from_the_users_own_mappings_is_theirs(blame, command, fu
 @pytest.mark.parametrize("command", ["check", "taylor"])
 def test_5_gradchecks_arithmetic_runs_under_its_own_numpy_error_state(blame, command, monkeypatch):
     import gradcheck_cli.check
-    import gradcheck_cli.taylor
+    import gradcheck_cli.taylor.remainder
 
     seen = []
     module, name = (
-        (gradcheck_cli.check, "check_problem") if command == "check" else (gradcheck_cli.taylor, "taylor_test")
+        (gradcheck_cli.check, "check_problem")
+        if command == "check"
+        else (gradcheck_cli.taylor.remainder, "taylor_test")
     )
     real = getattr(module, name)
 
@@ -630,9 +632,9 @@ def test_5_an_endless_input_file_is_refused_at_its_first_bytes_and_a_huge_one_at
     message = "--logits file '/dev/zero' is neither a .npy array nor JSON: Expecting value: line 1 column 1 (char 0)"
     assert (result.returncode, result.stderr.decode()) == (2, f"Error: {message}\n")
     assert json.loads(result.stdout)["error"]["kind"] == "InputFileError"
-    import gradcheck_cli.commands.options
+    import gradcheck_cli.cli.commands.options
 
-    monkeypatch.setattr(gradcheck_cli.commands.options, "INPUT_LIMIT", 100)
+    monkeypatch.setattr(gradcheck_cli.cli.commands.options, "INPUT_LIMIT", 100)
     listed = tmp_path / "logits.json"
     listed.write_text(json.dumps([[0.25] * 20, [0.5] * 20]))  # 4 targets' worth, 247 bytes
     result = _invoke("nll", "--logits", str(listed))

@@ -15,10 +15,9 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pytest
 
-from gradcheck_cli.advice import advise_step
+from gradcheck_cli.advice.steps import advise_step
 from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, cubic_step_scan
-from gradcheck_cli.errors import PlottingUnavailable, UnsupportedPlotFormat
-from gradcheck_cli.plotting import (
+from gradcheck_cli.display.plotting import (
     REGIME_COLORS,
     plot_format,
     plot_scan,
@@ -30,8 +29,9 @@ from gradcheck_cli.plotting import (
     taylor_text_chart,
     text_chart,
 )
+from gradcheck_cli.errors import PlottingUnavailable, UnsupportedPlotFormat
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -201,7 +201,7 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
 def test_plotting_module_imports_neither_matplotlib_nor_numpy():
     code = (
         "import sys\n"
-        "import gradcheck_cli.plotting as plotting\n"
+        "import gradcheck_cli.display.plotting as plotting\n"
         "print(plotting.sparkline([1.0, 10.0, 100.0]))\n"
         "print(sorted(name for name in ('matplotlib', 'numpy') if name in sys.modules))\n"
     )

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gradcheck_cli import GradientProblem, check_problem
-from gradcheck_cli import problem as problem_module
+from gradcheck_cli.engine import problem as problem_module
 from gradcheck_cli.errors import (
     GradCheckError,
     InvalidArgument,

@@ -7,9 +7,9 @@ import pickle
 
 import pytest
 
-from gradcheck_cli.chapter.estimator import GradientComparison, compare_gradients
 from gradcheck_cli.chapter.fixtures import quadratic_gradient_check
-from gradcheck_cli.records import float_bits, same_bits
+from gradcheck_cli.core.record import float_bits, same_bits
+from gradcheck_cli.engine.estimator import GradientComparison, compare_gradients
 
 
 def test_results_are_frozen():
@@ -72,7 +72,7 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
     import pkgutil
 
     import gradcheck_cli
-    from gradcheck_cli.records import Record
+    from gradcheck_cli.core.record import Record
 
     for module in pkgutil.walk_packages(gradcheck_cli.__path__, "gradcheck_cli."):
         name = module.name.removeprefix("gradcheck_cli.")
@@ -130,9 +130,9 @@ def test_to_dict_makes_non_finite_floats_strings():
 
 
 def test_records_from_rows_are_the_constructors_records_in_every_respect():
-    from gradcheck_cli.chapter.estimator import CentralDifference
     from gradcheck_cli.chapter.sampled import CoordinateGradientCheck
-    from gradcheck_cli.records import records_from_rows
+    from gradcheck_cli.core.record import records_from_rows
+    from gradcheck_cli.engine.estimator import CentralDifference
 
     # A non-slotted record (an instance dictionary) and a slotted one holding it.
     difference = compare_gradients(5.5, 6.0, 1e-6)
@@ -167,7 +167,7 @@ def test_same_array_bits_tells_every_bit_apart_with_or_without_the_c_librarys_me
     C-contiguous arrays) or by numpy (any other layout, or no C library to load)."""
     import numpy as np
 
-    from gradcheck_cli import records
+    from gradcheck_cli.engine import blocks as records
 
     if layout == "numpy":
         monkeypatch.setattr(records, "byte_comparison", lambda: None)

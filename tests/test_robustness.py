@@ -38,10 +38,10 @@ from click.testing import CliRunner
 
 from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_gradients
-from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
+from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
 from gradcheck_cli.errors import AtCoordinate, AtParameter, GradCheckError, NonFiniteEvaluation, NonScalarEvaluation
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor import taylor_test
+from gradcheck_cli.taylor.remainder import taylor_test
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -1011,7 +1011,7 @@ def test_a_defect_in_gradcheck_is_one_line_and_status_3_never_a_verdict(monkeypa
 def test_a_defect_in_gradcheck_is_not_blamed_on_the_users_objective(monkeypatch):
     # Before: everything raised inside the command's library call was reported as
     # "the objective of ... raised ...", gradcheck's own bugs included.
-    import gradcheck_cli.taylor
+    import gradcheck_cli.taylor.remainder
 
     def broken(problem, **keywords):
         problem.objective(problem.parameters)  # the user's objective runs fine
@@ -1019,8 +1019,8 @@ def test_a_defect_in_gradcheck_is_not_blamed_on_the_users_objective(monkeypatch)
 
     # A defect of gradcheck's is raised in gradcheck's own files: an exception raised in the user's
     # files (a mapping's method, say) is the user's, status 2.
-    broken.__code__ = broken.__code__.replace(co_filename=gradcheck_cli.taylor.__file__)
-    monkeypatch.setattr(gradcheck_cli.taylor, "taylor_test", broken)
+    broken.__code__ = broken.__code__.replace(co_filename=gradcheck_cli.taylor.remainder.__file__)
+    monkeypatch.setattr(gradcheck_cli.taylor.remainder, "taylor_test", broken)
     result = invoke(["taylor", "fixtures/golden/inputs/portable.py:problem"])
     assert result.exit_code == EXIT_INTERNAL_ERROR
     message = only_error_line(result)

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcheck_cli.chapter.dtypes import dtype_perturbations, probe_dtype
 from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
-from gradcheck_cli.chapter.sweep import plan_columns, with_probes
 from gradcheck_cli.check import CoordinateChecks, check_gradients
+from gradcheck_cli.core.record import float_bits, same_bits
+from gradcheck_cli.engine.dtypes import dtype_perturbations, probe_dtype
+from gradcheck_cli.engine.sweep import plan_columns, with_probes
 from gradcheck_cli.errors import GradCheckError
-from gradcheck_cli.estimates import EstimateColumns
-from gradcheck_cli.judge import verdict_passes
-from gradcheck_cli.judge_terms import PASSED, Resolution, Standard
-from gradcheck_cli.records import float_bits, same_bits
+from gradcheck_cli.verdict.estimates import EstimateColumns
+from gradcheck_cli.verdict.rules import verdict_passes
+from gradcheck_cli.verdict.terms import PASSED, Resolution, Standard
 
 
 def _bits(values) -> list:
@@ -227,7 +227,7 @@ def test_the_columns_never_warn_or_raise_where_python_floats_would_not():
 
 
 def test_a_selection_a_check_cannot_hold_is_refused_for_every_sampler(monkeypatch):
-    from gradcheck_cli.chapter import sampling
+    from gradcheck_cli.engine import sampling
 
     monkeypatch.setattr(sampling, "available_memory", lambda: 5000 * sampling.CHECKED_COORDINATE_BYTES)
     w = np.zeros(6000)

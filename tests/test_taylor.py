@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from gradcheck_cli.chapter.nll import chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
+from gradcheck_cli.core.record import same_bits
+from gradcheck_cli.core.splitmix import splitmix64
 from gradcheck_cli.errors import (
     AtCoordinate,
     AtParameter,
@@ -34,9 +36,7 @@ from gradcheck_cli.errors import (
     ZeroDirection,
 )
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.records import same_bits
-from gradcheck_cli.splitmix import splitmix64
-from gradcheck_cli.taylor import (
+from gradcheck_cli.taylor.remainder import (
     FAIL_ORDER,
     PASS_ORDER,
     default_taylor_steps,

@@ -358,10 +358,10 @@ def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
 def _scalar_records(parameters, analytic, step, tolerance, samples, objective):
     """The chapter's records by its scalar pieces, one coordinate at a time: plan_coordinates,
     probing_objective, central_difference, compare_gradients."""
-    from gradcheck_cli.chapter.dtypes import probe_dtype
-    from gradcheck_cli.chapter.estimator import central_difference, compare_gradients
     from gradcheck_cli.chapter.sampled import CoordinateGradientCheck
-    from gradcheck_cli.chapter.tensors import plan_coordinates, probing_objective
+    from gradcheck_cli.engine.dtypes import probe_dtype
+    from gradcheck_cli.engine.estimator import central_difference, compare_gradients
+    from gradcheck_cli.engine.tensors import plan_coordinates, probing_objective
 
     selected = sample_tensor_coordinates(parameters.shape, samples)
     planned = plan_coordinates(parameters, analytic, selected, probe_dtype(parameters.dtype), step)
@@ -377,7 +377,7 @@ def _scalar_records(parameters, analytic, step, tolerance, samples, objective):
 
 def _record_bits(record) -> list:
     """Every float of a record as its bit pattern (so that -0.0 and 0.0 differ), the rest as is."""
-    from gradcheck_cli.records import float_bits
+    from gradcheck_cli.core.record import float_bits
 
     def leaves(value):
         if isinstance(value, dict):

@@ -22,6 +22,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from gradcheck_cli import check_problem  # noqa: E402
 from gradcheck_cli.cli import main  # noqa: E402
+from gradcheck_cli.core.splitmix import splitmix64  # noqa: E402
 from gradcheck_cli.errors import (  # noqa: E402
     AtParameter,
     InvalidArgument,
@@ -31,7 +32,6 @@ from gradcheck_cli.errors import (  # noqa: E402
     UnsupportedDevice,
     UnsupportedTensor,
 )
-from gradcheck_cli.splitmix import splitmix64  # noqa: E402
 from gradcheck_cli.testing import failure_table  # noqa: E402
 from gradcheck_cli.torch import (  # noqa: E402
     assert_gradients,
@@ -540,7 +540,7 @@ def test_without_torch_the_package_and_the_cli_work_and_the_adapter_says_how_to_
 
 
 def test_the_torch_inside_the_adapter_is_the_real_torch():
-    import gradcheck_cli.torch as adapter
+    import gradcheck_cli.adapters.torch as adapter
 
     assert adapter.torch is sys.modules["torch"] is torch
     assert Path(adapter.torch.__file__).parent.name == "torch"
@@ -771,7 +771,7 @@ def test_an_unknown_order_or_mode_is_refused():
 
 def test_the_directional_taylor_test_of_the_double_backward():
     from gradcheck_cli import taylor_test
-    from gradcheck_cli.torch import double_backward_problem
+    from gradcheck_cli.adapters.torch import double_backward_problem
 
     x = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64, requires_grad=True)
     assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "passed"

@@ -1,9 +1,6 @@
-"""The chapter's exact code, bit for bit: its estimator, coordinate sampling, the probe engine
-(dtypes, tensors' array validation and write-back, sweep's probe columns) that its sampled tensor
-check shares with ``check_gradients`` so that the two agree bit for bit, the sampled check,
-fixtures, step scan, NLL and text lines (its Rust-style number formats are the leaf module
-:mod:`gradcheck_cli.formatting`, which the errors' messages use too).
+"""The chapter's demos, above the probe engine: its scalar fixtures (``fixtures``: quadratic, the rounded
+identity, the |x| kink), the step scan (``scan``), the sampled tensor check (``sampled``) and the NLL
+example (``nll``). Only the chapter's commands import it; its text lines are ``display.chapter_lines``.
 
-Below it: the leaves and the errors; nothing in it imports from above. This file imports nothing,
-so ``gradcheck quadratic`` loads only the modules it runs.
+This file imports nothing, so ``gradcheck quadratic`` loads only the modules it runs.
 """

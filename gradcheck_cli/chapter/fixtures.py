@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import GradCheckError
-from ..records import Record
-from .estimator import (
+from ..core.record import Record
+from ..engine.estimator import (
     OneSidedSlopeComparison,
     ScalarGradientCheck,
     central_difference,
     compare_one_sided_slopes,
     scalar_gradient_check,
 )
+from ..errors import GradCheckError
 
 STEP_TOLERANCE = 1.0e-6
 

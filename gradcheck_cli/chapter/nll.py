@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.record import Record
+from ..engine.estimator import validate_step, validate_tolerance
+from ..engine.sampling import sample_tensor_coordinates, validate_samples
+from ..engine.tensors import parameter_and_gradient
 from ..errors import InvalidLogits, InvalidTargets
-from ..records import Record
-from .estimator import validate_step, validate_tolerance
 from .fixtures import LOGIT_SHAPE, LOGIT_VALUES, TARGETS, TENSOR_SAMPLES, TENSOR_STEP, TENSOR_TOLERANCE
 from .sampled import TensorGradientCheck, sampled_tensor_gradient_check
-from .sampling import sample_tensor_coordinates, validate_samples
-from .tensors import parameter_and_gradient
 
 __all__ = [
     "LOGIT_SHAPE",

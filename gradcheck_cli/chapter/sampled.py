@@ -2,8 +2,8 @@
 
 It perturbs the caller's own array in place, through any view, and restores the exact original
 bits on every path. It validates as the multi-parameter check does (the shared pieces are in
-:mod:`~gradcheck_cli.chapter.tensors`) and probes with the same column plan
-(:mod:`~gradcheck_cli.chapter.sweep`), so the two agree bit for bit.
+:mod:`~gradcheck_cli.engine.tensors`) and probes with the same column plan
+(:mod:`~gradcheck_cli.engine.sweep`), so the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import Record, records_from_rows
-from .dtypes import ProbeDtype
-from .estimator import CentralDifference, GradientComparison, validate_step, validate_tolerance
-from .sampling import SampledCoordinate, coordinate_from_offset, sampled_offsets, validate_samples
-from .sweep import index_columns, plan_columns, slope_columns, stencil_values, with_probes
-from .tensors import parameter_and_gradient, plain_view, plan_coordinates
+from ..core.record import Record, records_from_rows
+from ..engine.dtypes import ProbeDtype
+from ..engine.estimator import CentralDifference, GradientComparison, validate_step, validate_tolerance
+from ..engine.sampling import SampledCoordinate, coordinate_from_offset, sampled_offsets, validate_samples
+from ..engine.sweep import index_columns, plan_columns, slope_columns, stencil_values, with_probes
+from ..engine.tensors import parameter_and_gradient, plain_view, plan_coordinates
 
 __all__ = ["CoordinateGradientCheck", "TensorGradientCheck", "sampled_tensor_gradient_check"]
 
@@ -65,7 +65,7 @@ def sampled_tensor_gradient_check(
     parameters : np.ndarray of float64, float32 or bfloat16, any shape, writable
         Perturbed in place; bit-identical afterwards on every path. Probes
         are rounded once into the array's dtype
-        (:func:`~gradcheck_cli.chapter.dtypes.dtype_perturbations`); float64 probes
+        (:func:`~gradcheck_cli.engine.dtypes.dtype_perturbations`); float64 probes
         are the chapter's fl(θ∓h).
     analytic : np.ndarray, same shape
         The candidate gradient (any real dtype that float64 holds exactly;
@@ -150,7 +150,7 @@ def _differences(columns, step: float, values: tuple, slopes: tuple) -> list:
 
 
 def _comparisons(analytic: np.ndarray, numerical: np.ndarray, tolerance: float) -> list:
-    """Every coordinate's GradientComparison, as :func:`~gradcheck_cli.chapter.estimator.compare_gradients`
+    """Every coordinate's GradientComparison, as :func:`~gradcheck_cli.engine.estimator.compare_gradients`
     computes it, from the columns."""
     scale = np.maximum(np.maximum(1.0, np.abs(analytic)), np.abs(numerical))
     absolute_error = np.abs(analytic - numerical)

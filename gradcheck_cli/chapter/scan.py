@@ -25,9 +25,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..core.record import Record
+from ..engine.estimator import (
+    ScalarGradientCheck,
+    real_number,
+    scalar_gradient_check,
+    validate_step,
+    validate_tolerance,
+)
 from ..errors import GradCheckError, NonFiniteAnalyticGradient, NonFinitePoint
-from ..records import Record
-from .estimator import ScalarGradientCheck, real_number, scalar_gradient_check, validate_step, validate_tolerance
 
 __all__ = ["REJECTED", "StepScanRecord", "error_regimes", "step_scan"]
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
 
-from ..advice import advise_parameter_steps
-from ..defaults import CHECK_SAMPLES
-from ..errors import (
-    InvalidArgument,
-)
-from ..problem import GradientProblem
+from ..advice.steps import advise_parameter_steps
+from ..core.defaults import CHECK_SAMPLES
+from ..engine.problem import GradientProblem
+from ..errors import InvalidArgument
 from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, purity_of, report_of
 from .options import is_serial, request_options
 from .plan import (
@@ -159,9 +157,9 @@ def _checked(plan: list, counted: GuardedObjective, step, progress, workers) -> 
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
-    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (same options).
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.engine.problem.GradientProblem` (same options).
 
-    With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.problem.load_problem`
+    With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.engine.problem.load_problem`
     loaded by its reference, and unpickle any other.
     """
     objective = problem.objective
@@ -171,6 +169,6 @@ def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
 
 
 def _parallel():
-    from .. import parallel
+    from . import parallel
 
     return parallel

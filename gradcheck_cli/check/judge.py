@@ -8,23 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chapter.dtypes import ProbeDtype, probe_dtype
-from ..chapter.estimator import (
-    CentralDifference,
-    compare_gradients,
-    compare_one_sided_slopes,
-    validate_step,
-)
-from ..chapter.tensors import (
-    at_coordinate,
-)
-from ..diagnosis import DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
-from ..directional import DirectionalCheck, directional_estimate
-from ..errors import (
-    AtParameter,
-    GradCheckError,
-)
-from ..estimates import (
+from ..core.record import float_bits
+from ..engine.dtypes import ProbeDtype, probe_dtype
+from ..engine.estimator import CentralDifference, compare_gradients, compare_one_sided_slopes, validate_step
+from ..engine.tensors import at_coordinate
+from ..errors import AtParameter, GradCheckError
+from ..verdict.diagnosis import DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
+from ..verdict.estimates import (
     NoiseModel,
     ObservedNoise,
     PrimaryColumns,
@@ -37,9 +27,9 @@ from ..estimates import (
     stencil_estimates,
     value_epsilons,
 )
-from ..judge import judge_confirmed, judge_primary, verdict_of, with_step_sensitivity
-from ..judge_reasons import agreement
-from ..judge_terms import (
+from ..verdict.reasons import agreement
+from ..verdict.rules import judge_confirmed, judge_primary, verdict_of, with_step_sensitivity
+from ..verdict.terms import (
     CONFIRMATION_FACTORS,
     FAILED,
     FAIL_MARGIN,
@@ -52,7 +42,7 @@ from ..judge_terms import (
     Resolution,
     Standard,
 )
-from ..records import float_bits
+from .directional import DirectionalCheck, directional_estimate
 from .plan import PlannedParameter
 from .probe import (
     JITTER_LIMIT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..chapter.estimator import validate_step, validate_tolerance
+from ..engine.estimator import validate_step, validate_tolerance
 from .plan import is_auto
 
 __all__ = ["is_serial", "request_options"]
@@ -27,7 +27,7 @@ def request_options(*, step=None, tolerance=None, jobs=None, **options) -> dict:
     if tolerance is not None:
         validate_tolerance(tolerance)
     if not is_serial(jobs):
-        from ..parallel import worker_count
+        from .parallel import worker_count
 
         worker_count(jobs)
     return {**options, "step": step, "tolerance": tolerance, "jobs": jobs}

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..advice import representative_coordinate
-from ..blocks import FlatBlocks, block_bounds
-from ..chapter.dtypes import ProbeDtype
-from ..chapter.estimator import (
-    validate_step,
-    validate_tolerance,
-)
-from ..chapter.sampling import (
+from ..advice.steps import representative_coordinate
+from ..core.defaults import CHECK_SAMPLES
+from ..core.formatting import rust_list
+from ..engine.blocks import FlatBlocks, block_bounds
+from ..engine.dtypes import ProbeDtype
+from ..engine.estimator import validate_step, validate_tolerance
+from ..engine.problem import reject_non_finite, reject_shared_memory, selected_names, sharing_memory
+from ..engine.sampling import (
     CHECKED_COORDINATE_BYTES,
     ParameterSample,
     SampledCoordinate,
@@ -26,15 +26,8 @@ from ..chapter.sampling import (
     validate_samples,
     validate_selection,
 )
-from ..chapter.sweep import ProbeColumns, plan_columns, with_probes
-from ..chapter.tensors import (
-    at_coordinate,
-    element_count,
-    finite_point,
-    parameter_and_gradient,
-    plain_view,
-)
-from ..defaults import CHECK_SAMPLES
+from ..engine.sweep import ProbeColumns, plan_columns, with_probes
+from ..engine.tensors import at_coordinate, element_count, finite_point, parameter_and_gradient, plain_view
 from ..errors import (
     AtParameter,
     DuplicateCoordinate,
@@ -48,9 +41,7 @@ from ..errors import (
     UnknownSampler,
     ZeroSamples,
 )
-from ..formatting import rust_list
-from ..problem import reject_non_finite, reject_shared_memory, selected_names, sharing_memory
-from ..selection import SAMPLERS, largest_count, largest_entries, select_offsets
+from .selection import SAMPLERS, largest_count, largest_entries, select_offsets
 
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"

@@ -8,27 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..chapter.dtypes import dtype_perturbations
-from ..chapter.estimator import (
-    CentralDifference,
-    difference_from_values,
-    evaluated_value,
-)
-from ..chapter.sweep import SlopeColumns, difference_at, probe_values, slope_columns
-from ..chapter.tensors import (
-    probing_objective,
-    write_back,
-)
-from ..direction import Direction, DirectionScale, DirectionalProbing
-from ..directional import probe_direction
-from ..errors import (
-    AtParameter,
-    GradCheckError,
-    ParameterChanged,
-    ReadOnlyArray,
-)
-from ..judge_terms import CONFIRMATION_FACTORS
-from ..records import same_array_bits
+from ..engine.blocks import same_array_bits
+from ..engine.dtypes import dtype_perturbations
+from ..engine.estimator import CentralDifference, difference_from_values, evaluated_value
+from ..engine.sweep import SlopeColumns, difference_at, probe_values, slope_columns
+from ..engine.tensors import probing_objective, write_back
+from ..errors import AtParameter, GradCheckError, ParameterChanged, ReadOnlyArray
+from ..verdict.terms import CONFIRMATION_FACTORS
+from .directional import probe_direction
+from .directional_probes import Direction, DirectionScale, DirectionalProbing
 from .plan import PlannedParameter
 
 #: f(θ) varying by more than JITTER_LIMIT·ε·|f| between calls is not rounding jitter: no pass.
@@ -267,7 +255,7 @@ def _scale(offsets: np.ndarray, slopes: SlopeColumns, peak: float = math.inf) ->
 
 
 def resolved_direction_scale(item: ProbedParameter) -> float:
-    """‖ĝ∘Δ‖₂ of the direction Δ (:class:`~gradcheck_cli.directional.DirectionScale`): what the
+    """‖ĝ∘Δ‖₂ of the direction Δ (:class:`~gradcheck_cli.check.directional.DirectionScale`): what the
     estimates resolve, so that a gradient scaled up by a bug does not raise its own bar (0
     without a direction)."""
     return 0.0 if item.direction is None else item.direction_scale

@@ -8,17 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..advice import ProblemStepAdvice
-from ..chapter.estimator import (
-    CentralDifference,
-    GradientComparison,
-    OneSidedSlopeComparison,
-)
-from ..chapter.sweep import index_columns
-from ..diagnosis import Diagnosis
-from ..directional import DirectionalCheck
-from ..judge_terms import FAILED, PASSED
-from ..records import Record
+from ..advice.steps import ProblemStepAdvice
+from ..core.record import Record
+from ..engine.estimator import CentralDifference, GradientComparison, OneSidedSlopeComparison
+from ..engine.sweep import index_columns
+from ..verdict.diagnosis import Diagnosis
+from ..verdict.terms import FAILED, PASSED
+from .directional import DirectionalCheck
 
 
 @dataclass(frozen=True, slots=True)

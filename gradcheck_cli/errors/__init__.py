@@ -6,7 +6,8 @@ keyword arguments in the order ``to_dict()`` writes them, and one message ``temp
 printed as the chapter's Rust ``{:?}`` prints them.
 
 The classes are imported on first use (PEP 562 ``__getattr__``): the first name of ``requests.py``
-imports that module, the first name of ``user_code.py`` both. ``gradcheck --help`` needs only
+imports that module, the first name of ``user_code.py`` both, and the first of ``command_line.py``
+(the errors only the command line raises) all three. ``gradcheck --help`` needs only
 GradCheckError, ``gradcheck quadratic`` only the estimator's requests; neither loads the errors of
 a user's problem.
 """
@@ -14,7 +15,7 @@ a user's problem.
 from .record import GradCheckError  # noqa: F401 (the base every command needs: not lazy)
 
 #: The modules that declare the errors, in the order ``__all__`` lists their names.
-_DECLARING = ("requests", "user_code")
+_DECLARING = ("requests", "user_code", "command_line")
 
 
 def _declaring_modules():
@@ -25,6 +26,9 @@ def _declaring_modules():
     from . import user_code
 
     yield user_code
+    from . import command_line
+
+    yield command_line
 
 
 def __getattr__(name: str):

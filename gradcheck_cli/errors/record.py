@@ -1,7 +1,7 @@
 """How an error is a record: its ``fields`` and one message ``template``, nothing else."""
 
-from ..formatting import rust_debug, rust_list
-from ..records import json_ready
+from ..core.formatting import rust_debug, rust_list
+from ..core.record import json_ready
 
 __all__ = ["GradCheckError"]
 

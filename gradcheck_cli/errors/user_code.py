@@ -159,7 +159,7 @@ class ObjectiveInMain(GradCheckError):
     )
 
 
-# gradcheck_cli.jax: JAX code checked in its own arithmetic.
+# gradcheck_cli.adapters.jax: JAX code checked in its own arithmetic.
 
 
 class JaxUnavailable(GradCheckError, ImportError):

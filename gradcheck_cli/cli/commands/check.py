@@ -1,0 +1,157 @@
+"""``gradcheck check``: the user's own gradients, coordinate by coordinate."""
+
+import contextlib
+
+import click
+
+from ...core import defaults
+from ...core.blame import exception_line
+from ...display import render
+from ...display.progress import ProgressBar
+from ...errors.command_line import CommandLineError, ExecutorUnavailable
+from ..app import Report, output_options, run, summary
+from .options import (
+    PARAM_OPTION,
+    PROBLEM_HELP,
+    TRACEBACK_OPTION,
+    SampleCount,
+    StepOrAuto,
+    problem_argument,
+    user_problem,
+)
+
+
+@click.command(
+    short_help=summary("check"),
+    help=(
+        "Check your own gradients: every parameter of PROBLEM, coordinate by coordinate.\n\n" + PROBLEM_HELP + "\n\n"
+        "Each selected coordinate is perturbed in place, at the probes rounded into the "
+        "parameter's dtype, and restored bit-exactly; so is each whole parameter once, along a "
+        "fixed ±1 direction. Every numerical estimate carries an error bar (rounding of f, "
+        "jitter of f, movement between steps). A coordinate passes when analytic and numerical "
+        "agree within the relative tolerance (or, for a gradient too small to compare, within the bar "
+        "beside the parameter's larger gradients); it fails only "
+        "when they disagree beyond the tolerance and the bar at two steps; otherwise it is "
+        "inconclusive (or a suspected kink), and the reason says what would decide it.\n\n"
+        "Exit status: 0 when everything passed, 1 when anything failed or was inconclusive, "
+        "2 for bad input (including an exception raised by the objective)."
+    ),
+)
+@problem_argument
+@click.option(
+    "--samples",
+    type=SampleCount(),
+    default=defaults.CHECK_SAMPLES,
+    metavar="N|all",
+    help="Coordinates per parameter, or all of them.",
+)
+@click.option(
+    "--sampler",
+    type=click.Choice(["structured", "chapter"]),
+    default="structured",
+    show_default=True,
+    help="structured: spread over every axis, mirrored pairs of square matrices and the largest "
+    "|analytic| entries; chapter: the chapter's flat offsets ⌊k(N−1)/(S−1)⌋.",
+)
+@click.option(
+    "--step",
+    type=StepOrAuto(),
+    metavar="H|auto",
+    help="The requested step h for every coordinate, or auto: each parameter at the step advised "
+    "for one representative coordinate. Default: ε^(1/3)·max(1, |θ|) of the parameter's dtype. "
+    "The kink tolerance goes with the step: max(ε^(1/6), √(h/max(1, |θ|))).",
+)
+@click.option(
+    "--tolerance",
+    type=float,
+    help="The relative tolerance on |analytic − numerical| / max(|analytic|, |numerical|) (the chapter's "
+    "commands' --tolerance is on the scaled error, divided by max(1, ...)). Default: "
+    "ε^(1/3) of the parameter's dtype (6.1e-6 for float64, 4.9e-3 for float32).",
+)
+@PARAM_OPTION
+@click.option(
+    "--jobs",
+    type=int,
+    default=1,
+    metavar="N",
+    help="Probe the coordinates in N worker processes (0: one per core), each of which loads PROBLEM "
+    "again; the report is the same, bit for bit, for an objective that is a function of its "
+    "parameters. Worth it when the check's objective calls take far longer than starting the workers "
+    "(forks of a server that has imported numpy and gradcheck, each loading PROBLEM): see docs/parallel.md.",
+)
+@click.option(
+    "--executor",
+    metavar="dask://HOST:PORT",
+    help="Probe the coordinates on the workers of the dask.distributed scheduler at HOST:PORT instead "
+    "(pip install -e '.[dask]'), each of which loads PROBLEM again from the same path; not "
+    "with --jobs. Worth it for an objective of seconds a call: see docs/parallel.md.",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Text: the step advice and every coordinate in the chapter's form, at every step tried. "
+    "Default: a line per parameter, its diagnosis and the first coordinates that did not pass.",
+)
+@TRACEBACK_OPTION
+@output_options
+def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, executor, verbose, show_traceback):
+    def compute():
+        from ...check import check_problem, request_options
+
+        # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.
+        options = request_options(samples=samples, sampler=sampler, step=step, tolerance=tolerance, jobs=jobs)
+        scheduler = executor_address(executor, jobs)
+        with (
+            dask_executor(executor, scheduler) as workers,
+            user_problem(problem, show_traceback) as loaded,
+            ProgressBar("checking coordinates") as progress,
+        ):
+            if workers is not None:
+                options["jobs"] = workers
+            report = check_problem(loaded, **options, names=list(names) or None, progress=progress)
+        return Report((render.check(report, verbose),), (report.passed,))
+
+    run(output_format, compute)
+
+
+#: How long --executor waits for the scheduler to answer.
+CONNECT_SECONDS = 10
+
+
+def executor_address(executor: str | None, jobs: int) -> str | None:
+    """The scheduler's ``tcp://HOST:PORT`` of ``--executor dask://HOST:PORT`` (None without it); a
+    CommandLineError for another form, or beside ``--jobs``."""
+    if executor is None:
+        return None
+    if jobs != 1:
+        raise CommandLineError(option="--executor", problem="--executor and --jobs cannot be combined: choose one")
+    host, colon, port = executor.removeprefix("dask://").rpartition(":")
+    if not executor.startswith("dask://") or not colon or not host or not port.isdigit():
+        raise CommandLineError(option="--executor", problem=f"--executor must be dask://HOST:PORT, got {executor!r}")
+    return f"tcp://{host}:{port}"
+
+
+@contextlib.contextmanager
+def dask_executor(executor: str | None, scheduler: str | None):
+    """A dask client's executor on ``scheduler`` (None without one), closed afterwards: the client, never
+    the cluster. ExecutorUnavailable when dask.distributed is not installed or no scheduler answers."""
+    if scheduler is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        problem = (
+            "dask.distributed is not installed: pip install -e '.[dask]' from a clone of gradcheck "
+            "(or pip install 'gradcheck-cli[dask]')"
+        )
+        raise ExecutorUnavailable(address=executor, problem=problem) from None
+    try:
+        client = Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, TimeoutError) as error:
+        problem = f"no scheduler answered within {CONNECT_SECONDS} s ({exception_line(error)})"
+        raise ExecutorUnavailable(address=executor, problem=problem) from None
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
