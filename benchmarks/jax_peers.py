@@ -88,7 +88,7 @@ def effective(fn, args, mutation: str) -> bool:
 
 def ours(fn, args) -> str:
     try:
-        return check_function(fn, *args).verdict
+        return check_function(fn, tuple(args)).verdict
     except Exception as error:  # noqa: BLE001 (a benchmark records what happened)
         return f"error: {type(error).__name__}"
 

@@ -1,7 +1,7 @@
 """Taylor-test localization: the extra objective calls to name one wrong parameter among P.
 
 For P = 2, 4, 8, 16 parameters, each of the P problems with one wrong
-parameter (twice its gradient) is run through ``taylor_test``; the script
+parameter (twice its gradient) is run through ``check_taylor``; the script
 prints the subset tests and objective calls the localization added (minimum,
 mean and maximum over the wrong parameter's position) beside the whole
 test's own calls, and checks that exactly the wrong parameter was named.
@@ -18,7 +18,7 @@ import numpy as np
 
 from _common import header
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 
 def coupled_problem(count: int, wrong: str) -> GradientProblem:
@@ -39,7 +39,7 @@ def coupled_problem(count: int, wrong: str) -> GradientProblem:
 def measure(count: int) -> dict:
     tests, calls, whole, named = [], [], set(), True
     for k in range(count):
-        result = taylor_test(coupled_problem(count, f"p{k}"))
+        result = check_taylor(coupled_problem(count, f"p{k}"))
         named &= result.failing_parameters == (f"p{k}",)
         tests.append(len(result.localization))
         calls.append(result.localization_evaluations)

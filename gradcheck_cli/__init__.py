@@ -33,6 +33,7 @@ _LAZY_MODULES = {
         (
             "check_gradients",
             "check_problem",
+            "Options",
             "GradientCheckReport",
             "ParameterCheck",
             "CoordinateCheck",
@@ -46,7 +47,7 @@ _LAZY_MODULES = {
     **dict.fromkeys(
         ("advise_step", "advise_coordinate_step", "advise_problem_steps", "StepAdvice", "StepEstimate"), "advice.steps"
     ),
-    **dict.fromkeys(("taylor_test", "TaylorResult"), "taylor.remainder"),
+    **dict.fromkeys(("check_taylor", "TaylorResult"), "taylor.remainder"),
     **dict.fromkeys(("check_hessian_vector_product", "hessian_problem", "HessianVectorReport"), "check.hessian"),
     **dict.fromkeys(("plot_scan", "plot_taylor"), "display.plotting"),
 }

@@ -1,132 +1,47 @@
-"""A pytest helper: ``assert_gradients_match`` raises AssertionError with a small table.
+"""The pytest helper: ``assert_gradients`` raises AssertionError with a small table unless the check passed.
 
-    from gradcheck_cli.testing import assert_gradients_match
+    from gradcheck_cli.testing import assert_gradients
 
     def test_backward():
-        parameters, gradients = model.parameters(), model.backward()
-        assert_gradients_match(model.loss, parameters, gradients)
+        assert_gradients(problem())                       # a GradientProblem
+        assert_gradients(model.loss, parameters, gradients, samples="all")
 
-The arguments are exactly :func:`~gradcheck_cli.check.check_gradients`'s.
-A failing check raises ``AssertionError`` whose message lists the
-coordinates that did not pass (parameter, coordinate, verdict, analytic,
-numerical, relative error and error bar at the step the verdict rests on),
-the tolerances in force, the directional tests that did not pass, and any
-impurity. A bad request (a dtype, a shape, a
-non-finite value) is not an assertion failure: its typed
-:class:`~gradcheck_cli.errors.GradCheckError` propagates as is.
+It takes what :func:`~gradcheck_cli.check.check_problem` takes (a
+:class:`~gradcheck_cli.problem.GradientProblem`) or what
+:func:`~gradcheck_cli.check.check_gradients` takes (objective, parameters, gradients), and the same
+options (:class:`~gradcheck_cli.check.options.Options`); ``gradcheck_cli.torch.assert_gradients``
+and ``gradcheck_cli.jax.assert_gradients`` are the same helper for functions. A failing check raises
+``AssertionError`` whose message (:func:`failure_table`) lists the coordinates that did not pass
+(parameter, coordinate, verdict, analytic, numerical, relative error and error bar at the step the
+verdict rests on), the tolerances in force, the directional tests that did not pass, and any
+impurity. A bad request (a dtype, a shape, a non-finite value, an unknown option) is not an
+assertion failure: its typed :class:`~gradcheck_cli.errors.GradCheckError` propagates as is.
 Plain text only: this module never imports rich.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from .check import GradientCheckReport, check_gradients, check_problem
+from .errors import InvalidArgument
+from .verdict.failure import MAX_ROWS, failure_table, raise_unless_passed
 
-from .check import GradientCheckReport, Samples, check_gradients
-from .core.defaults import CHECK_SAMPLES
-from .core.formatting import rust_list
-from .verdict.words import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
-
-__all__ = ["assert_gradients_match", "failure_table", "MAX_ROWS"]
-
-#: Rows shown before the table is cut short with "... and N more".
-MAX_ROWS = 20
-
-_HEADER = ("parameter", "coordinate", "verdict", "analytic", "numerical", "relative error", "error bar", "step")
-_NUMERIC = {"analytic", "numerical", "relative error", "error bar", "step"}
+__all__ = ["assert_gradients", "failure_table", "MAX_ROWS"]
 
 
-def assert_gradients_match(
-    objective: Callable[[Mapping], float],
-    parameters: Mapping,
-    gradients: Mapping,
-    *,
-    samples: Samples = CHECK_SAMPLES,
-    step: float | None = None,
-    tolerance: float | None = None,
-    kink_tolerance: float | None = None,
-    coordinates: Mapping | None = None,
-    names: Iterable[str] | None = None,
-    sampler: str = "structured",
-    jobs: int | None = None,
-) -> GradientCheckReport:
-    """Run :func:`~gradcheck_cli.check.check_gradients`; raise AssertionError unless it passed.
+def assert_gradients(problem, parameters=None, gradients=None, /, **options) -> GradientCheckReport:
+    """Check ``problem`` (or ``objective, parameters, gradients``); raise AssertionError unless it passed.
 
     Returns the report when it passed, so a test can look further.
     """
     __tracebackhide__ = True  # pytest shows the assertion, not this frame
-    report = check_gradients(
-        objective,
-        parameters,
-        gradients,
-        samples=samples,
-        step=step,
-        tolerance=tolerance,
-        kink_tolerance=kink_tolerance,
-        coordinates=coordinates,
-        names=names,
-        sampler=sampler,
-        jobs=jobs,
-    )
-    if not report.passed:
-        raise AssertionError(failure_table(report))
-    return report
-
-
-def failure_table(report: GradientCheckReport, max_rows: int = MAX_ROWS) -> str:
-    """The failing coordinates of ``report`` as a plain-text table, with tolerances and purity."""
-    failures = report.failures()
-    lines = [f"gradient check {report.verdict}: {check_summary(report)}"]
-    lines += [f"{check.name}: {diagnosis_text(check.diagnosis)}" for check in report.parameters if check.diagnosis]
-    if report.diagnosis is not None:
-        lines.append(f"the whole check: {diagnosis_text(report.diagnosis)}")
-    if failures:
-        rows = [_row(name, record) for name, record in failures[:max_rows]]
-        lines.append("")
-        lines.extend(_aligned([_HEADER, *rows]))
-        if len(failures) > max_rows:
-            lines.append(f"... and {len(failures) - max_rows} more")
-    lines.append("")
-    for check in report.parameters:
-        if not check.passed:
-            step = DEFAULT_STEP if check.step is None else f"{check.step:.3e}"
-            lines.append(
-                f"{check.name}: {check.dtype}, step {step}, tolerance {check.tolerance:.3e}, "
-                f"kink tolerance {kink_tolerance_text(check, lambda number: f'{number:.3e}')}"
-            )
-    for check in report.parameters:
-        if not check.directional.passed:
-            lines.append(f"{check.name} directional test: {check.directional.verdict}; {check.directional.reason}")
-    if any(record.verdict == "suspected kink" for _, record in failures):
-        lines.append(
-            "suspected kink: the one-sided slopes disagree (a corner, a step too large for the "
-            "curvature, or rounding); it never counts as evidence that the gradient is right"
+    if parameters is None and gradients is None:
+        report = check_problem(problem, **options)
+    elif parameters is None or gradients is None:
+        raise InvalidArgument(
+            argument="assert_gradients' arguments",
+            value="an objective and parameters without gradients" if gradients is None else "gradients alone",
+            expected="a GradientProblem, or objective, parameters and gradients",
         )
-    if not report.purity.pure:
-        lines.append(report.purity.message)
-    return "\n".join(lines)
-
-
-def _row(name, record) -> tuple:
-    estimate = record.estimates[record.decided_at]
-    return (
-        name,
-        rust_list(record.coordinate),
-        coordinate_verdict(record, short=True),
-        f"{estimate.analytic:.10g}",
-        f"{estimate.numerical:.10g}",
-        f"{estimate.relative_error:.3e}",
-        f"{estimate.error_bar.total:.3e}",
-        f"{estimate.step:.3e}",
-    )
-
-
-def _aligned(rows: list) -> list:
-    widths = [max(len(row[column]) for row in rows) for column in range(len(_HEADER))]
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(width) if header in _NUMERIC else cell.ljust(width)
-            for cell, width, header in zip(row, widths, _HEADER)
-        ]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+    else:
+        report = check_gradients(problem, parameters, gradients, **options)
+    return raise_unless_passed(report)

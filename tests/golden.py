@@ -12,8 +12,11 @@ A case file (``fixtures/golden/<name>.txt``) reads::
 
 So a successful case is exactly its command line followed by its stdout,
 and a missing ``# exit:`` line means exit status 0 and no missing
-``# stderr:`` line means an empty stderr. To add a case, create a file
-holding just the command line and run ``make golden``; files under
+``# stderr:`` line means an empty stderr. A case named after a bare
+subcommand whose first line is not a command line is that subcommand's
+stdout alone (exit status 0, nothing on stderr): ``demo.txt`` is exactly
+what ``gradcheck demo`` prints, as README.md says. To add a case, create a
+file holding just the command line and run ``make golden``; files under
 ``fixtures/golden/inputs/`` are input data, not cases.
 
 Every case runs in-process through click's CliRunner (stdout and stderr kept
@@ -44,13 +47,21 @@ def case_paths(directory: Path = GOLDEN_DIR) -> list:
     return sorted(directory.glob("*.txt"))
 
 
-def command_line(case_text: str) -> str:
-    """The command line of a case: its first line."""
-    return case_text.split("\n", 1)[0]
+def command_line(case_text: str, name: str = "") -> str:
+    """The command line of a case: its first line, or ``gradcheck NAME`` for a bare case (its output alone)."""
+    first = case_text.split("\n", 1)[0]
+    return f"{PROGRAM} {name}" if is_bare(case_text, name) else first
 
 
-def parse_case(case_text: str) -> dict:
+def is_bare(case_text: str, name: str) -> bool:
+    """Whether the case file named ``name`` (without .txt) holds its subcommand's stdout alone."""
+    return bool(name) and name.isalpha() and not case_text.startswith(f"{PROGRAM} ")
+
+
+def parse_case(case_text: str, name: str = "") -> dict:
     """Split a case file into its command line, exit status, stderr and stdout."""
+    if is_bare(case_text, name):
+        return {"command": command_line(case_text, name), "exit_code": 0, "stderr": "", "stdout": case_text}
     command, _, rest = case_text.partition("\n")
     exit_code, stderr_lines = 0, []
     lines = rest.split("\n")
@@ -92,10 +103,19 @@ def run(command: str):
     return result.exit_code, result.stdout, result.stderr
 
 
-def render_case(command: str) -> str:
-    """The text a case file with this command line must hold."""
+def render_case(command: str, bare: bool = False) -> str:
+    """The text a case file with this command line must hold (``bare``: its stdout alone, when it exits
+    0 with nothing on stderr)."""
     exit_code, stdout, stderr = run(command)
+    if bare and exit_code == 0 and not stderr:
+        return stdout
     return format_case(command, exit_code, stdout, stderr)
+
+
+def case_command(path: Path) -> tuple:
+    """``(command line, bare)`` of the case file at ``path``."""
+    text = path.read_bytes().decode("utf-8")
+    return command_line(text, path.stem), is_bare(text, path.stem)
 
 
 def regenerate(source: Path = GOLDEN_DIR, target: Path = GOLDEN_DIR) -> list:
@@ -103,7 +123,7 @@ def regenerate(source: Path = GOLDEN_DIR, target: Path = GOLDEN_DIR) -> list:
     changed = []
     for path in case_paths(source):
         old = path.read_bytes().decode("utf-8")
-        new = render_case(command_line(old))
+        new = render_case(*case_command(path))
         if new != old:
             changed.append(path.name)
         destination = target / path.name

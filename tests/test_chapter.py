@@ -218,11 +218,11 @@ def test_the_check_and_taylor_defaults_live_in_a_numpy_free_module():
     import subprocess
     import sys
 
-    from gradcheck_cli.check import check_gradients
+    from gradcheck_cli.check import Options
     from gradcheck_cli.core import defaults
-    from gradcheck_cli.taylor.remainder import DEFAULT_SEED
+    from gradcheck_cli.taylor.remainder import check_taylor
 
-    samples = inspect.signature(check_gradients).parameters["samples"].default
-    assert (defaults.CHECK_SAMPLES, defaults.TAYLOR_SEED) == (samples, DEFAULT_SEED) == (16, 0)
+    seed = inspect.signature(check_taylor).parameters["seed"].default
+    assert (defaults.CHECK_SAMPLES, defaults.SEED) == (Options().samples, Options().seed) == (16, seed) == (16, 0)
     code = "import sys\nfrom gradcheck_cli.core import defaults\nassert 'numpy' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)

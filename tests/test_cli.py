@@ -379,6 +379,8 @@ def test_nll_exits_0_when_a_users_correct_gradient_passes(tmp_path):
         ),
         (["quadratic", "--step", "small"], "Invalid value for '--step': 'small' is not a valid float."),
         (["quadratic", "--stp", "1"], "No such option '--stp'. Did you mean '--step'?"),
+        (["scan", "--pont", "1.5"], "No such option '--pont'. (Did you mean one of: '--plot', '--point'?)"),
+        (["check", "--zzz", "1"], "No such option '--zzz'."),
         (["quadratic", "--step"], "Option '--step' requires an argument."),
         (["quadratically"], "No such command 'quadratically'. Did you mean 'quadratic'?"),
     ],

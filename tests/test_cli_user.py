@@ -3,7 +3,7 @@
 Every run goes through click's CliRunner with stdout and stderr kept apart,
 except the Ctrl-C tests, which need a real process and a real SIGINT.
 Expected output is computed by calling the library on the same problem
-(``load_problem`` + ``check_problem`` / ``taylor_test`` / ``advise_step``),
+(``load_problem`` + ``check_problem`` / ``check_taylor`` / ``advise_step``),
 never copied from the command's own output.
 """
 
@@ -34,7 +34,7 @@ from gradcheck_cli.display.progress import ProgressBar
 from gradcheck_cli.engine.dtypes import probe_dtype
 from gradcheck_cli.errors.command_line import ObjectiveRaised
 from gradcheck_cli.problem import load_problem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -460,7 +460,12 @@ def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, m
 @pytest.mark.parametrize(
     "function, message",
     [
-        ("no_such_function", "{path} has no function no_such_function"),
+        (
+            "no_such_function",
+            "{path} has no function no_such_function; its functions are squares, correct, as_tuple, off_by_one, "
+            "corner, stateful, step_function, raising, broken, not_a_problem, shape_mismatch, integers, nan_parameter, "
+            "nan_objective, vector_objective, numpy_scalar, exits, unprintable, chatty",
+        ),
         ("not_callable", "{path}:not_callable must be callable, got int"),
         ("broken", "{path}:broken() raised RuntimeError: cannot build the model"),
         (
@@ -627,14 +632,14 @@ def test_taylor_passes_correct_examples_and_fails_wrong_ones(reference, status, 
 
 
 def test_taylor_json_is_the_results_to_dict():
-    expected = taylor_test(load_problem(WRONG_ATTENTION), names=["Wk"], seed=3)
+    expected = check_taylor(load_problem(WRONG_ATTENTION), names=["Wk"], seed=3)
     result = invoke("taylor", WRONG_ATTENTION, "--param", "Wk", "--seed", "3", "--json")
     assert result.exit_code == EXIT_CANDIDATE_FAILED
     assert parse_strictly(result.stdout) == {"taylor": expected.to_dict()}
 
 
 def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdict():
-    result = taylor_test(load_problem(MLP))
+    result = check_taylor(load_problem(MLP))
     output = lines(invoke("taylor", MLP))
     verbose = lines(invoke("taylor", MLP, "--verbose"))
     in_fit = [line for line in verbose[1:-2] if line.endswith("in_fit=true")]
@@ -649,7 +654,7 @@ def test_taylor_text_is_the_setting_the_points_in_the_fit_the_fit_and_the_verdic
 
 
 def test_taylor_verbose_text_is_the_setting_every_point_the_fit_and_the_verdict():
-    result = taylor_test(load_problem(MLP))
+    result = check_taylor(load_problem(MLP))
     output = lines(invoke("taylor", MLP, "--verbose"))
     assert len(output) == 1 + len(result.points) + 2
     assert output[0].startswith('taylor: parameters=["W1", "b1", "W2", "b2"] dtypes=["float64", "float64", ')
@@ -680,7 +685,11 @@ def test_an_inconclusive_taylor_verdict_exits_1(problems):
     "arguments, message",
     [
         (["examples/no_such_file.py:problem"], "problem file examples/no_such_file.py does not exist"),
-        ([f"{EXAMPLES / 'mlp.py'}:no_such_function"], f"{EXAMPLES / 'mlp.py'} has no function no_such_function"),
+        (
+            [f"{EXAMPLES / 'mlp.py'}:problme"],
+            f"{EXAMPLES / 'mlp.py'} has no function problme (did you mean 'problem'?); its functions are "
+            "make_model, forward, backward, build, problem, wrong_problem, main",
+        ),
         ([MLP, "--param", "W3"], "parameter 'W3' is not one of the problem's parameters ['W1', 'b1', 'W2', 'b2']"),
         ([MLP, "--seed", "one"], "Invalid value for '--seed': 'one' is not a valid integer."),
         ([MLP, "--plot", "remainder.pdf"], "plot file 'remainder.pdf' must end in .png or .svg"),

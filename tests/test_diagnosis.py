@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gradcheck_cli import GradientProblem, check_gradients
-from gradcheck_cli.testing import assert_gradients_match
+from gradcheck_cli.testing import assert_gradients
 
 BATCH = 6
 RNG = np.random.default_rng(11)
@@ -116,7 +116,7 @@ def test_the_diagnosis_is_in_the_json(bug):
 def test_the_pytest_helper_puts_the_diagnosis_first(bug):
     made = problem(bug)
     with pytest.raises(AssertionError) as caught:
-        assert_gradients_match(made.objective, made.parameters, made.gradients)
+        assert_gradients(made.objective, made.parameters, made.gradients)
     lines = str(caught.value).splitlines()
     first_failing = next(name for name in ("W", "b") if name in EXPECTED[bug])
     kind = EXPECTED[bug][first_failing][0]

@@ -13,6 +13,12 @@ from gradcheck_cli.errors import command_line as cli_errors
 
 # One instance of every error class, with the message the chapter's Display would print.
 EXAMPLES = [
+    (
+        errors.UnknownOption(
+            entry="check_function", option="'mode'", close=" (did you mean 'modes'?)", known=["order", "modes"]
+        ),
+        "check_function has no option 'mode' (did you mean 'modes'?); its options are order, modes",
+    ),
     (errors.InvalidStep(step=0.0), "central-difference requested step 0.0 must be positive and finite"),
     (errors.NonFinitePoint(point=math.nan), "gradient-check point NaN must be finite"),
     (
@@ -136,7 +142,12 @@ EXAMPLES = [
         errors.ProblemImportFailed(source="model.py", error="SyntaxError: invalid syntax"),
         "importing model.py raised SyntaxError: invalid syntax",
     ),
-    (errors.ProblemFunctionNotFound(source="model.py", function="problem"), "model.py has no function problem"),
+    (
+        errors.ProblemFunctionNotFound(
+            source="model.py", function="problme", close=" (did you mean 'problem'?)", available=["loss", "problem"]
+        ),
+        "model.py has no function problme (did you mean 'problem'?); its functions are loss, problem",
+    ),
     (
         errors.ProblemFunctionRaised(reference="model.py:problem", error="ValueError: no data"),
         "model.py:problem() raised ValueError: no data",

@@ -26,7 +26,7 @@ def _unified_diff(expected: str, actual: str, name: str) -> str:
 @pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
 def test_golden_case(path):
     expected = path.read_bytes().decode("utf-8")
-    actual = golden.render_case(golden.command_line(expected))
+    actual = golden.render_case(*golden.case_command(path))
     if actual != expected:
         pytest.fail("golden output differs:\n" + _unified_diff(expected, actual, path.name), pytrace=False)
 
@@ -51,10 +51,24 @@ def test_the_case_format_round_trips():
         "stdout": '{\n  "error": 1\n}\n',
     }
     assert golden.format_case("gradcheck demo", 0, "a\n", "") == "gradcheck demo\na\n"
+    bare = "quadratic: theta=3.0\n"  # a bare case: the output of gradcheck NAME alone
+    assert golden.parse_case(bare, "quadratic") == {
+        "command": "gradcheck quadratic",
+        "exit_code": 0,
+        "stderr": "",
+        "stdout": bare,
+    }
+
+
+def test_the_demo_case_is_exactly_what_gradcheck_demo_prints():
+    """README.md calls fixtures/golden/demo.txt the demo's full output: it holds that output and nothing else."""
+    exit_code, stdout, stderr = golden.run("gradcheck demo")
+    assert (exit_code, stderr) == (0, "")
+    assert (golden.GOLDEN_DIR / "demo.txt").read_bytes().decode("utf-8") == stdout
 
 
 def _arguments(path):
-    return shlex.split(golden.command_line(path.read_text(encoding="utf-8")))[1:]
+    return shlex.split(golden.case_command(path)[0])[1:]
 
 
 def _asks_for_json(arguments):

@@ -96,11 +96,11 @@ def test_bad_requests_are_typed_errors():
 
 @pytest.mark.parametrize("missing_mean, verdict, order", [(False, "passed", 2.0), (True, "failed", 1.0)])
 def test_the_directional_taylor_test_of_the_hessian_term(missing_mean, verdict, order):
-    from gradcheck_cli import check_problem, taylor_test
+    from gradcheck_cli import check_problem, check_taylor
     from gradcheck_cli.check.hessian import hessian_problem
 
     gradient, hessp, parameters = logistic_regression(missing_mean=missing_mean)
-    result = taylor_test(hessian_problem(gradient, hessp, parameters))
+    result = check_taylor(hessian_problem(gradient, hessp, parameters))
     # ⟨v, ∇f(θ + tΔ)⟩ − ⟨v, ∇f(θ)⟩ − t·⟨Hv, Δ⟩ is O(t²) with the right Hv (f's remainder 3), O(t) without 1/N.
     assert result.verdict == verdict and abs(result.order - order) < 0.3
     assert check_problem(hessian_problem(gradient, hessp, parameters)).passed == (not missing_mean)

@@ -32,7 +32,7 @@ from gradcheck_cli.cli.app import (
 from gradcheck_cli.display import chapter_lines, output, render
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTABLE = "fixtures/golden/inputs/portable.py:problem"
@@ -278,7 +278,7 @@ def test_3_every_array_is_restored_whatever_the_objective_does_to_it(problems, d
             if run == "check":
                 check_gradients(problem.objective, problem.parameters, problem.gradients, samples="all")
             else:
-                taylor_test(problem)
+                check_taylor(problem)
         assert w.tobytes() == before
     assert_bad_input([run, str(problems / "problems.py:makes_read_only")], "read-only", "restored")
 
@@ -291,7 +291,7 @@ def test_3_every_array_is_restored_whatever_the_objective_does_to_it(problems, d
         report = check_gradients(objective, {"w": w}, {"w": gradient}, samples="all")
         assert report.checked == 6
     else:
-        taylor_test(GradientProblem(objective, {"w": w}, {"w": gradient}))
+        check_taylor(GradientProblem(objective, {"w": w}, {"w": gradient}))
     assert np.asarray(w).tobytes() == before
 
 
@@ -542,7 +542,7 @@ def _check(**options):
 def _taylor(**options):
     w = np.array([1.0, -2.0, 0.5])
     problem = GradientProblem(lambda parameters: float(np.sum(parameters["w"] ** 2)), {"w": w}, {"w": 2 * w})
-    return taylor_test(problem, **options)
+    return check_taylor(problem, **options)
 
 
 @pytest.mark.parametrize(
@@ -609,7 +609,7 @@ def test_11_gradchecks_own_numpy_calls_print_no_warnings(problems, command, func
         assert phrase in one_error_line(result.stderr)
     w = np.array([1.0, 2.0, 3.0])
     for gradient in (np.array([1.7e308, -1.7e308, 1.7e308]), np.array([np.finfo(float).max] * 3)):
-        taylor_test(GradientProblem(lambda parameters: float(np.sum(parameters["w"] ** 2)), {"w": w}, {"w": gradient}))
+        check_taylor(GradientProblem(lambda parameters: float(np.sum(parameters["w"] ** 2)), {"w": w}, {"w": gradient}))
     if command == "taylor" and function == "huge_gradient":
         # And in a fresh interpreter, where numpy's warnings would reach stderr as they would for a user.
         result = gradcheck(command, str(problems / f"problems.py:{function}"), capture_output=True, text=True)

@@ -40,7 +40,7 @@ def asks_for_json(command: str) -> bool:
 
 
 JSON_CASES = [
-    path for path in golden.case_paths() if asks_for_json(golden.command_line(path.read_text(encoding="utf-8")))
+    path for path in golden.case_paths() if asks_for_json(golden.case_command(path)[0])
 ]
 
 
@@ -178,13 +178,13 @@ def test_check_json_is_strict_and_is_the_reports_to_dict(example, function, stat
 
 @pytest.mark.parametrize("example, function, status", EXAMPLES)
 def test_taylor_json_is_strict_and_is_the_results_to_dict(example, function, status):
-    from gradcheck_cli import load_problem, taylor_test
+    from gradcheck_cli import check_taylor, load_problem
 
     reference = f"{ROOT / 'examples' / example}:{function}"
     result = invoke("taylor", reference, "--json")
     assert result.exit_code == status, result.stderr
     document = assert_strict_and_exact(result.stdout)
-    assert document == {"taylor": json.loads(json.dumps(taylor_test(load_problem(reference)).to_dict()))}
+    assert document == {"taylor": json.loads(json.dumps(check_taylor(load_problem(reference)).to_dict()))}
 
 
 def test_check_with_the_advised_step_writes_strict_json():

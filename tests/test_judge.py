@@ -11,7 +11,7 @@ import pytest
 
 from gradcheck_cli import check_gradients
 from gradcheck_cli.check.selection import structured_coordinates
-from gradcheck_cli.testing import assert_gradients_match
+from gradcheck_cli.testing import assert_gradients
 from gradcheck_cli.verdict.estimates import estimate_columns
 from gradcheck_cli.verdict.rules import judge_confirmed, judge_primary, with_step_sensitivity
 from gradcheck_cli.verdict.terms import FAILED, INCONCLUSIVE, PASSED, Resolution, Standard
@@ -200,7 +200,7 @@ def test_the_chapter_sampler_is_still_one_option():
 def test_a_failure_raises_in_the_pytest_helper_and_names_the_verdict():
     objective, parameters, gradient = _bilinear(8)
     with pytest.raises(AssertionError, match="gradient check failed"):
-        assert_gradients_match(objective, parameters, {"W": gradient.T.copy()})
+        assert_gradients(objective, parameters, {"W": gradient.T.copy()})
 
 
 @pytest.mark.parametrize("when", ["plus", "minus"])

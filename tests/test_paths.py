@@ -23,7 +23,7 @@ from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli.app import EXIT_INTERRUPTED, main
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 ROOT = Path(__file__).resolve().parent.parent
 posix_only = pytest.mark.skipif(os.name != "posix", reason="signals to a child process are POSIX notions")
@@ -339,9 +339,9 @@ def _cubes(parameters):
 def test_4_taylor_takes_an_np_matrix_as_its_array(values):
     w = np.matrix(values)
     right, wrong = 3.0 * np.asarray(w) ** 2, 2.0 * np.asarray(w)  # d/dw Σw³ = 3w², not 2w
-    passed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": right}))
+    passed = check_taylor(GradientProblem(_cubes, {"w": w}, {"w": right}))
     assert (passed.verdict, passed.reason) == ("passed", "second order")
-    failed = taylor_test(GradientProblem(_cubes, {"w": w}, {"w": np.matrix(wrong)}))
+    failed = check_taylor(GradientProblem(_cubes, {"w": w}, {"w": np.matrix(wrong)}))
     assert (failed.verdict, failed.reason) == ("failed", "first order")
     assert type(w) is np.matrix and np.array_equal(w, np.matrix(values))
     assert check_gradients(_cubes, {"w": w}, {"w": np.matrix(right)}).passed  # as check always had it
@@ -352,7 +352,7 @@ def test_4_a_self_overlapping_view_is_refused_and_an_exotic_but_distinct_layout_
     repeated = np.lib.stride_tricks.as_strided(base, shape=(3, 4), strides=(0, 8), writeable=True)
     for run in (
         lambda w: check_gradients(_cubes, {"w": w}, {"w": 3.0 * w**2}),
-        lambda w: taylor_test(GradientProblem(_cubes, {"w": w}, {"w": 3.0 * w**2})),
+        lambda w: check_taylor(GradientProblem(_cubes, {"w": w}, {"w": 3.0 * w**2})),
     ):
         with pytest.raises(errors.AtParameter) as caught:
             run(repeated)
@@ -375,7 +375,7 @@ def test_4_an_objective_that_replaces_its_entry_is_refused_by_taylor_as_by_check
         if run == "check":
             check_gradients(_replacing, parameters, {"w": 2.0 * w})
         else:
-            taylor_test(GradientProblem(_replacing, parameters, {"w": 2.0 * w}))
+            check_taylor(GradientProblem(_replacing, parameters, {"w": 2.0 * w}))
     assert w.tobytes() == np.linspace(1.0, 2.0, 5).tobytes()
 
 
@@ -593,9 +593,7 @@ def test_5_gradchecks_arithmetic_runs_under_its_own_numpy_error_state(blame, com
 
     seen = []
     module, name = (
-        (gradcheck_cli.check, "check_problem")
-        if command == "check"
-        else (gradcheck_cli.taylor.remainder, "taylor_test")
+        (gradcheck_cli.check, "check_with") if command == "check" else (gradcheck_cli.taylor.remainder, "check_taylor")
     )
     real = getattr(module, name)
 

@@ -31,7 +31,7 @@ from gradcheck_cli.display.plotting import (
 )
 from gradcheck_cli.errors import PlottingUnavailable, UnsupportedPlotFormat
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -55,7 +55,7 @@ def taylor_result():
 
     wrong = np.sinh(x)
     wrong[1] += 0.1
-    return taylor_test(GradientProblem(objective, {"x": x}, {"x": wrong}))
+    return check_taylor(GradientProblem(objective, {"x": x}, {"x": wrong}))
 
 
 def _line(figure, gid):

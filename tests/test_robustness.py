@@ -11,7 +11,7 @@ Three parts (issue 6, "Robustness"):
    (AtParameter, AtCoordinate) matches when the kind appears anywhere on its
    ``source`` chain. ``{tmp}`` in a command line is the temporary directory
    where the input files and problem files are written.
-2. Restoration: ``check_gradients`` and ``taylor_test`` with an objective
+2. Restoration: ``check_gradients`` and ``check_taylor`` with an objective
    that fails on the k-th call, for every k, in every way (an exception, a
    KeyboardInterrupt, a NaN, a non-scalar): the exception propagates
    unchanged and every array is bit-identical afterwards (-0.0 and
@@ -41,7 +41,7 @@ from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
 from gradcheck_cli.errors import AtCoordinate, AtParameter, GradCheckError, NonFiniteEvaluation, NonScalarEvaluation
 from gradcheck_cli.problem import GradientProblem
-from gradcheck_cli.taylor.remainder import taylor_test
+from gradcheck_cli.taylor.remainder import check_taylor
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -890,7 +890,7 @@ def _run_check(objective, parameters):
 
 
 def _run_taylor(objective, parameters):
-    return taylor_test(GradientProblem(objective, parameters, cosines(parameters)))
+    return check_taylor(GradientProblem(objective, parameters, cosines(parameters)))
 
 
 @pytest.mark.parametrize("failure", sorted(FAILURES))
@@ -903,7 +903,7 @@ def _run_taylor(objective, parameters):
         # localized: {w, v} and {t} (float32, 21 calls each), {w} (float64, 42) and {v} (21).
         (_run_taylor, lambda: restoration_parameters(bfloat16=False), 21 + 21 + 21 + 42 + 21),
     ],
-    ids=["check_gradients", "taylor_test", "taylor_test-float64-float32"],
+    ids=["check_gradients", "check_taylor", "check_taylor-float64-float32"],
 )
 def test_every_array_is_bit_identical_whichever_call_fails(run, build, calls, failure):
     total = _checked_calls(run, build)
@@ -971,7 +971,7 @@ def test_a_huge_parameter_makes_the_taylor_test_warn_nothing():
     before = w.tobytes()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = taylor_test(GradientProblem(smooth, {"w": w}, cosines({"w": w})))
+        result = check_taylor(GradientProblem(smooth, {"w": w}, cosines({"w": w})))
     assert result.verdict in ("passed", "failed", "inconclusive")
     assert w.tobytes() == before
 
@@ -1020,7 +1020,7 @@ def test_a_defect_in_gradcheck_is_not_blamed_on_the_users_objective(monkeypatch)
     # A defect of gradcheck's is raised in gradcheck's own files: an exception raised in the user's
     # files (a mapping's method, say) is the user's, status 2.
     broken.__code__ = broken.__code__.replace(co_filename=gradcheck_cli.taylor.remainder.__file__)
-    monkeypatch.setattr(gradcheck_cli.taylor.remainder, "taylor_test", broken)
+    monkeypatch.setattr(gradcheck_cli.taylor.remainder, "check_taylor", broken)
     result = invoke(["taylor", "fixtures/golden/inputs/portable.py:problem"])
     assert result.exit_code == EXIT_INTERNAL_ERROR
     message = only_error_line(result)

@@ -39,9 +39,9 @@ from gradcheck_cli.problem import GradientProblem
 from gradcheck_cli.taylor.remainder import (
     FAIL_ORDER,
     PASS_ORDER,
+    check_taylor,
     default_taylor_steps,
     taylor_direction,
-    taylor_test,
 )
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -67,7 +67,7 @@ def closed_form_problem(dtype=np.float64, wrong=None):
 
 
 def test_right_gradient_is_second_order_and_passes():
-    result = taylor_test(closed_form_problem())
+    result = check_taylor(closed_form_problem())
     assert result.verdict == "passed" and result.passed
     assert result.reason == "second order"
     assert result.order == pytest.approx(2.0, abs=0.05)
@@ -77,14 +77,14 @@ def test_right_gradient_is_second_order_and_passes():
 
 @pytest.mark.parametrize("wrong", [("x", (1,), 0.1), ("w", (0, 2), -0.05), ("w", (2, 2), 1e-4)])
 def test_one_wrong_entry_is_first_order_and_fails(wrong):
-    result = taylor_test(closed_form_problem(wrong=wrong))
+    result = check_taylor(closed_form_problem(wrong=wrong))
     assert result.verdict == "failed" and not result.passed
     assert result.reason == "first order"
     assert result.order == pytest.approx(1.0, abs=0.05)
 
 
 def test_float32_parameters_are_probed_in_float32():
-    result = taylor_test(closed_form_problem(np.float32))
+    result = check_taylor(closed_form_problem(np.float32))
     assert result.dtypes == ("float32", "float32")
     # The objective computes in float32 and returns np.float32: ε₃₂ sets the floor.
     assert result.epsilon == 2.0**-23
@@ -92,7 +92,7 @@ def test_float32_parameters_are_probed_in_float32():
     evaluated = [point for point in result.points if point.state == "ok"]
     # The actual stored displacement, not h·d: below ~1e-4 float32 quantizes it.
     assert any(point.displacement_norm != pytest.approx(point.step, rel=1e-9) for point in evaluated)
-    wrong = taylor_test(closed_form_problem(np.float32, wrong=("x", (0,), 0.5)))
+    wrong = check_taylor(closed_form_problem(np.float32, wrong=("x", (0,), 0.5)))
     assert wrong.verdict == "failed"
 
 
@@ -108,17 +108,17 @@ def test_float32_values_of_float64_parameters_set_the_floor_and_collapsed_steps_
     def objective(parameters):
         return float(np.sum(parameters["x"].astype(np.float32) ** 2, dtype=np.float32))
 
-    result = taylor_test(GradientProblem(objective, {"x": x}, {"x": 2 * x}))
+    result = check_taylor(GradientProblem(objective, {"x": x}, {"x": 2 * x}))
     assert result.epsilon == 2.0**-23
     assert (result.verdict, result.reason) == ("passed", "second order")
     assert not any(point.usable and point.value == result.center_value for point in result.points)
-    assert taylor_test(GradientProblem(objective, {"x": x}, {"x": 2.2 * x})).verdict != "passed"
+    assert check_taylor(GradientProblem(objective, {"x": x}, {"x": 2.2 * x})).verdict != "passed"
 
 
 def test_an_objective_that_never_moves_is_inconclusive_not_a_pass():
     x = np.random.default_rng(4).normal(size=6)
     stale = x.copy()
-    result = taylor_test(GradientProblem(lambda p: float(np.sum(stale**2)), {"x": x}, {"x": 2 * x}))
+    result = check_taylor(GradientProblem(lambda p: float(np.sum(stale**2)), {"x": x}, {"x": 2 * x}))
     assert (result.verdict, result.reason) == ("inconclusive", "too few usable points")
 
 
@@ -129,7 +129,7 @@ def test_linear_objective_is_at_rounding_level_and_passes():
     coefficients = np.array([0.5, -2.0, 3.25, 1e-3])
     x = np.array([1.0, 2.0, -0.5, 4.0])
     problem = GradientProblem(lambda p: float(coefficients @ p["x"]), {"x": x}, {"x": coefficients.copy()})
-    result = taylor_test(problem)
+    result = check_taylor(problem)
     assert not any(point.usable for point in result.points)
     assert math.isnan(result.order)
     assert result.verdict == "passed" and result.reason == "rounding level"
@@ -137,7 +137,7 @@ def test_linear_objective_is_at_rounding_level_and_passes():
 
     wrong = coefficients.copy()
     wrong[2] += 1e-6
-    failing = taylor_test(GradientProblem(problem.objective, {"x": x}, {"x": wrong}))
+    failing = check_taylor(GradientProblem(problem.objective, {"x": x}, {"x": wrong}))
     assert failing.verdict == "failed" and failing.order == pytest.approx(1.0, abs=0.05)
 
 
@@ -146,7 +146,7 @@ def test_rounding_level_without_large_steps_is_inconclusive():
     # first-order error below √ε: no pass.
     coefficients = np.array([0.5, -2.0])
     problem = GradientProblem(lambda p: float(coefficients @ p["x"]), {"x": np.array([1.0, 2.0])}, {"x": coefficients})
-    result = taylor_test(problem, steps=[1e-12, 5e-13, 2.5e-13, 1.25e-13])
+    result = check_taylor(problem, steps=[1e-12, 5e-13, 2.5e-13, 1.25e-13])
     assert result.verdict == "inconclusive"
 
 
@@ -157,14 +157,14 @@ def test_chapter_nll_gradient_passes():
         {"logits": logits},
         {"logits": hand_derived_nll_gradient(logits, targets)},
     )
-    assert taylor_test(problem).verdict == "passed"
+    assert check_taylor(problem).verdict == "passed"
     wrong = hand_derived_nll_gradient(logits, targets) * 2.0  # the batch mean forgotten
-    assert taylor_test(GradientProblem(problem.objective, {"logits": logits}, {"logits": wrong})).verdict == "failed"
+    assert check_taylor(GradientProblem(problem.objective, {"logits": logits}, {"logits": wrong})).verdict == "failed"
 
 
 def test_remainder_uses_the_actual_displacement():
     problem = closed_form_problem()
-    result = taylor_test(problem, steps=[1e-3, 5e-4, 2.5e-4])
+    result = check_taylor(problem, steps=[1e-3, 5e-4, 2.5e-4])
     direction = taylor_direction(problem.parameters, ["x", "w"])
     for point in result.points:
         deltas = {
@@ -186,7 +186,7 @@ def test_only_selected_parameters_move():
         seen.append(parameters["w"].copy())
         return problem.objective(parameters)
 
-    result = taylor_test(GradientProblem(recording, problem.parameters, problem.gradients), names=["x"])
+    result = check_taylor(GradientProblem(recording, problem.parameters, problem.gradients), names=["x"])
     assert result.parameters == ("x",)
     assert all(np.array_equal(w, problem.parameters["w"]) for w in seen)
     # The wrong entry of w is not tested when only x moves.
@@ -217,14 +217,14 @@ def test_direction_is_deterministic_unit_and_seeded():
 def test_given_direction_is_normalized():
     problem = closed_form_problem()
     direction = {"x": np.array([1.0, 0.0, 0.0]), "w": np.zeros((3, 3))}
-    result = taylor_test(problem, direction=direction)
+    result = check_taylor(problem, direction=direction)
     assert result.direction == "given"
     assert result.directional_derivative == pytest.approx(problem.gradients["x"][0], rel=1e-15)
     # Only x[0] moves: its gradient is right, so this passes even with w wrong.
     wrong = closed_form_problem(wrong=("w", (1, 1), 1.0))
-    assert taylor_test(wrong, direction=direction).verdict == "passed"
+    assert check_taylor(wrong, direction=direction).verdict == "passed"
     with pytest.raises(ZeroDirection):
-        taylor_test(problem, direction={"x": np.zeros(3), "w": np.zeros((3, 3))})
+        check_taylor(problem, direction={"x": np.zeros(3), "w": np.zeros((3, 3))})
 
 
 def test_default_steps():
@@ -253,7 +253,7 @@ def test_parameters_are_restored_when_the_objective_raises(exception):
         return problem.objective(parameters)
 
     with pytest.raises(exception):
-        taylor_test(GradientProblem(failing, problem.parameters, problem.gradients))
+        check_taylor(GradientProblem(failing, problem.parameters, problem.gradients))
     assert _bits(problem.parameters) == before
 
 
@@ -262,7 +262,7 @@ def test_parameters_are_restored_through_views_and_after_success():
     view = base[:, 1:].T  # non-contiguous (3, 3) view
     before = base.tobytes()
     problem = GradientProblem(lambda p: float(np.sum(np.sin(p["v"]))), {"v": view}, {"v": np.cos(view)})
-    result = taylor_test(problem)
+    result = check_taylor(problem)
     assert result.verdict == "passed"
     assert base.tobytes() == before
 
@@ -277,7 +277,7 @@ def test_parameters_are_restored_after_a_typed_error():
         return problem.objective(parameters) if len(calls) < 4 else np.ones(2)
 
     with pytest.raises(NonScalarEvaluation):
-        taylor_test(GradientProblem(vector_later, problem.parameters, problem.gradients))
+        check_taylor(GradientProblem(vector_later, problem.parameters, problem.gradients))
     assert _bits(problem.parameters) == before
 
 
@@ -289,7 +289,7 @@ def test_nondeterministic_objective_fails():
         calls.append(1)
         return problem.objective(parameters) + 1e-9 * len(calls)
 
-    result = taylor_test(GradientProblem(drifting, problem.parameters, problem.gradients))
+    result = check_taylor(GradientProblem(drifting, problem.parameters, problem.gradients))
     assert not result.deterministic
     assert result.verdict == "failed" and result.reason == "nondeterministic objective"
 
@@ -304,7 +304,7 @@ def test_non_finite_values_at_large_steps_are_recorded():
             return math.inf
         return problem.objective(parameters)
 
-    result = taylor_test(GradientProblem(bounded, problem.parameters, problem.gradients))
+    result = check_taylor(GradientProblem(bounded, problem.parameters, problem.gradients))
     states = [point.state for point in result.points]
     assert "non-finite value" in states[:3]
     assert result.verdict == "passed"
@@ -314,50 +314,50 @@ def test_non_finite_values_at_large_steps_are_recorded():
 def test_non_finite_center_is_a_typed_error():
     problem = closed_form_problem()
     with pytest.raises(NonFiniteEvaluation) as caught:
-        taylor_test(GradientProblem(lambda p: math.nan, problem.parameters, problem.gradients))
+        check_taylor(GradientProblem(lambda p: math.nan, problem.parameters, problem.gradients))
     assert caught.value.side == "center"
 
 
 def test_problem_validation():
     problem = closed_form_problem()
     with pytest.raises(UnknownParameter) as caught:
-        taylor_test(problem, names=["x", "v"])
+        check_taylor(problem, names=["x", "v"])
     assert str(caught.value) == "parameter 'v' is not one of the problem's parameters ['x', 'w']"
     with pytest.raises(NoParameters):
-        taylor_test(problem, names=[])
+        check_taylor(problem, names=[])
     with pytest.raises(MissingGradient):
-        taylor_test(GradientProblem(problem.objective, problem.parameters, {"x": problem.gradients["x"]}))
+        check_taylor(GradientProblem(problem.objective, problem.parameters, {"x": problem.gradients["x"]}))
     with pytest.raises(AtParameter) as caught:
-        taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "x": np.zeros(4)}))
+        check_taylor(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "x": np.zeros(4)}))
     assert caught.value.parameter == "x" and isinstance(caught.value.source, GradientShapeMismatch)
     bad = problem.gradients["w"].copy()
     bad[1, 2] = math.nan
     with pytest.raises(AtParameter) as caught:
-        taylor_test(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "w": bad}))
+        check_taylor(GradientProblem(problem.objective, problem.parameters, {**problem.gradients, "w": bad}))
     assert caught.value.parameter == "w"
     assert isinstance(caught.value.source, AtCoordinate) and caught.value.source.coordinate == [1, 2]
     assert isinstance(caught.value.source.source, NonFiniteAnalyticGradient)
     read_only = problem.parameters["x"].copy()
     read_only.flags.writeable = False
     with pytest.raises(AtParameter) as caught:
-        taylor_test(GradientProblem(problem.objective, {**problem.parameters, "x": read_only}, problem.gradients))
+        check_taylor(GradientProblem(problem.objective, {**problem.parameters, "x": read_only}, problem.gradients))
     assert isinstance(caught.value.source, ReadOnlyArray)
     with pytest.raises(AtParameter) as caught:
-        taylor_test(
+        check_taylor(
             GradientProblem(
                 problem.objective, {**problem.parameters, "x": np.zeros(3, dtype=np.int64)}, problem.gradients
             )
         )
     assert isinstance(caught.value.source, UnsupportedDtype)
     with pytest.raises(InvalidStepSequence):
-        taylor_test(problem, steps=[1e-3])
+        check_taylor(problem, steps=[1e-3])
     with pytest.raises(InvalidStep):
-        taylor_test(problem, steps=[1e-3, -1e-4])
+        check_taylor(problem, steps=[1e-3, -1e-4])
 
 
 def test_tuple_problem_and_json():
     problem = closed_form_problem()
-    result = taylor_test((problem.objective, problem.parameters, problem.gradients))
+    result = check_taylor((problem.objective, problem.parameters, problem.gradients))
     document = result.to_dict()
     assert json.loads(json.dumps(document, allow_nan=False)) == document
     assert document["verdict"] == "passed"
@@ -395,7 +395,7 @@ def test_examples_right_pass_and_wrong_fail(path, function, monkeypatch):
         module = _load(path, monkeypatch)
     except ImportError as error:  # an optional dependency such as torch
         pytest.skip(f"{path.name} needs {error.name}")
-    result = taylor_test(getattr(module, function)())
+    result = check_taylor(getattr(module, function)())
     expected = "passed" if function == "problem" else "failed"
     assert result.verdict == expected, (result.order, result.reason)
 
@@ -410,7 +410,7 @@ def test_noisy_but_right_objective_is_inconclusive_not_failed():
         return float(np.sum(offsets + np.sum(np.cosh(parameters["x"]))) - np.sum(offsets))
 
     x = np.array([0.3, -0.2, 0.5])
-    result = taylor_test(GradientProblem(objective, {"x": x}, {"x": 1000.0 * np.sinh(x)}))
+    result = check_taylor(GradientProblem(objective, {"x": x}, {"x": 1000.0 * np.sinh(x)}))
     assert result.verdict == "inconclusive"
 
 
@@ -418,7 +418,7 @@ def test_kink_along_the_direction_fails():
     # |x| at x = 0 has no derivative; the subgradient 0 leaves R = |h·d₀|.
     x = np.array([0.0, 0.4, -1.2])
     problem = GradientProblem(lambda p: float(np.sum(np.abs(p["x"]))), {"x": x}, {"x": np.sign(x)})
-    result = taylor_test(problem)
+    result = check_taylor(problem)
     assert result.verdict == "failed" and result.order == pytest.approx(1.0, abs=0.05)
 
 
@@ -426,9 +426,9 @@ def test_a_correct_float32_gradient_never_fails_at_any_seed():
     # Seed 17 used to fit three points next to the notch where R changes sign and report
     # "fail (first order)" (order 1.036) for a correct gradient; the notch point is now dropped.
     portable = _load_portable()
-    verdicts = {taylor_test(portable.float32_problem(), seed=seed).verdict for seed in range(60)}
+    verdicts = {check_taylor(portable.float32_problem(), seed=seed).verdict for seed in range(60)}
     assert "failed" not in verdicts
-    assert {taylor_test(portable.float32_wrong_problem(), seed=seed).verdict for seed in range(0, 60, 7)} == {"failed"}
+    assert {check_taylor(portable.float32_wrong_problem(), seed=seed).verdict for seed in range(0, 60, 7)} == {"failed"}
 
 
 def _load_portable():
@@ -455,17 +455,17 @@ def test_parameters_that_share_memory_are_refused_before_any_call():
         return float(np.sum(parameters["a"] ** 2) + np.sum(parameters["b"] ** 2))
 
     with pytest.raises(SharedMemory) as caught:
-        taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}))
+        check_taylor((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}))
     assert (
         str(caught.value)
         == "parameters 'a' and 'b' share memory; perturbing one would perturb both: pass a copy (np.array(...)) of one"
     )
     # Moving only one of them would move the other too.
     with pytest.raises(SharedMemory):
-        taylor_test((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}), names=["a"])
+        check_taylor((objective, {"a": w, "b": w[:]}, {"a": 2 * w, "b": 2 * w}), names=["a"])
     assert calls == []
     # Disjoint views of one buffer are independent parameters.
-    assert taylor_test((objective, {"a": w[:2], "b": w[2:]}, {"a": 2 * w[:2], "b": 2 * w[2:]})).passed
+    assert check_taylor((objective, {"a": w[:2], "b": w[2:]}, {"a": 2 * w[:2], "b": 2 * w[2:]})).passed
 
 
 @pytest.mark.parametrize("gradient", [np.float64(0.0), 0.0, np.float32(0.0)])
@@ -475,7 +475,7 @@ def test_a_scalar_gradient_of_a_zero_dimensional_parameter(gradient):
         return float(np.sin(parameters["t"]))
 
     gradient = type(gradient)(math.cos(1.5))
-    result = taylor_test((objective, {"t": np.array(1.5)}, {"t": gradient}))
+    result = check_taylor((objective, {"t": np.array(1.5)}, {"t": gradient}))
     assert result.passed and result.dtypes == ("float64",)
 
 
@@ -508,7 +508,7 @@ def _evaluations(result):
 
 @pytest.mark.parametrize("wrong", [f"p{k}" for k in range(8)])
 def test_one_wrong_parameter_among_eight_is_named_by_bisection(wrong):
-    result = taylor_test(many_parameter_problem(8, wrong=[wrong]))
+    result = check_taylor(many_parameter_problem(8, wrong=[wrong]))
     assert result.verdict == "failed" and result.failing_parameters == (wrong,)
     # Bisection over 8 = 2³: one test per halving when the first half passes, two when it fails,
     # and the last single parameter always tested by itself: between 3 + 1 and 2·3 tests.
@@ -519,36 +519,36 @@ def test_one_wrong_parameter_among_eight_is_named_by_bisection(wrong):
 
 @pytest.mark.parametrize("wrong", [("p1", "p6"), ("p2", "p3"), ("p0", "p7")])
 def test_two_wrong_parameters_among_eight_are_both_named(wrong):
-    result = taylor_test(many_parameter_problem(8, wrong=wrong))
+    result = check_taylor(many_parameter_problem(8, wrong=wrong))
     assert result.failing_parameters == wrong
 
 
 def test_several_wrong_parameters_are_named_in_problem_order():
     wrong = ("p1", "p4", "p5", "p10")
-    result = taylor_test(many_parameter_problem(12, wrong=reversed(wrong)))
+    result = check_taylor(many_parameter_problem(12, wrong=reversed(wrong)))
     assert result.failing_parameters == wrong
 
 
 def test_each_localization_test_is_the_taylor_test_over_its_subset():
     problem = many_parameter_problem(8, wrong=["p5"])
-    result = taylor_test(problem, seed=7)
+    result = check_taylor(problem, seed=7)
     assert result.localization
     for test in result.localization:
-        alone = taylor_test(problem, names=test.parameters, seed=7)
+        alone = check_taylor(problem, names=test.parameters, seed=7)
         assert (test.verdict, test.reason, test.evaluations) == (alone.verdict, alone.reason, _evaluations(alone))
         assert same_bits(test.order, alone.order)
-    assert taylor_test(problem, seed=7) == result  # deterministic
+    assert check_taylor(problem, seed=7) == result  # deterministic
 
 
 def test_the_example_networks_name_only_W2(monkeypatch):
     portable = _load_portable().wrong_problem()
-    assert taylor_test(portable).failing_parameters == ("W2",)
+    assert check_taylor(portable).failing_parameters == ("W2",)
     mlp = _load(EXAMPLES / "mlp.py", monkeypatch).wrong_problem()
-    assert taylor_test(mlp).failing_parameters == ("W2",)
+    assert check_taylor(mlp).failing_parameters == ("W2",)
 
 
 def test_correct_and_inconclusive_tests_localize_nothing():
-    for result in (taylor_test(many_parameter_problem(8)), taylor_test(closed_form_problem())):
+    for result in (check_taylor(many_parameter_problem(8)), check_taylor(closed_form_problem())):
         assert result.passed
         assert (result.failing_parameters, result.localization, result.localization_evaluations) == ((), (), 0)
     offsets = np.random.default_rng(0).normal(size=1000) * 1e4
@@ -558,7 +558,7 @@ def test_correct_and_inconclusive_tests_localize_nothing():
         return float(np.sum(offsets + curved) - np.sum(offsets))
 
     x, y = np.array([0.3, -0.2, 0.5]), np.array([0.4, 0.1])
-    result = taylor_test(GradientProblem(noisy, {"x": x, "y": y}, {"x": 1000.0 * np.sinh(x), "y": 2000.0 * y}))
+    result = check_taylor(GradientProblem(noisy, {"x": x, "y": y}, {"x": 1000.0 * np.sinh(x), "y": 2000.0 * y}))
     assert result.verdict == "inconclusive"
     assert (result.failing_parameters, result.localization) == ((), ())
 
@@ -571,14 +571,14 @@ def test_a_nondeterministic_failure_localizes_nothing():
         calls.append(1)
         return problem.objective(parameters) + 1e-9 * len(calls)
 
-    result = taylor_test(GradientProblem(drifting, problem.parameters, problem.gradients))
+    result = check_taylor(GradientProblem(drifting, problem.parameters, problem.gradients))
     assert result.reason == "nondeterministic objective"
     assert (result.failing_parameters, result.localization) == ((), ())
     assert len(calls) == _evaluations(result)
 
 
 def test_one_failing_parameter_is_named_without_extra_calls():
-    result = taylor_test(closed_form_problem(wrong=("x", (1,), 0.1)), names=["x"])
+    result = check_taylor(closed_form_problem(wrong=("x", (1,), 0.1)), names=["x"])
     assert (result.failing_parameters, result.localization_evaluations) == (("x",), 0)
 
 
@@ -586,7 +586,7 @@ def test_a_parameter_the_direction_does_not_move_is_never_named():
     problem = many_parameter_problem(4, wrong=["p1", "p2"])
     direction = {name: np.ones_like(values) for name, values in problem.parameters.items()}
     direction["p2"] = np.zeros_like(problem.parameters["p2"])
-    result = taylor_test(problem, direction=direction)
+    result = check_taylor(problem, direction=direction)
     assert result.failing_parameters == ("p1",)
     assert all("p2" not in test.parameters for test in result.localization)
 
@@ -599,7 +599,7 @@ def test_localization_calls_are_counted_exactly():
         calls.append(1)
         return problem.objective(parameters)
 
-    result = taylor_test(GradientProblem(counting, problem.parameters, problem.gradients))
+    result = check_taylor(GradientProblem(counting, problem.parameters, problem.gradients))
     assert result.failing_parameters == ("p9",)
     assert len(calls) == _evaluations(result) + result.localization_evaluations
     # 42 calls per float64 subset test: f(x), 40 steps, f(x).
@@ -612,8 +612,8 @@ def test_parameters_are_restored_when_the_objective_raises_during_localization(e
     problem.parameters["p0"][0] = -0.0
     problem.parameters["p3"][1] = 5e-324
     before = _bits(problem.parameters)
-    whole = _evaluations(taylor_test(problem))
-    total = whole + taylor_test(problem).localization_evaluations
+    whole = _evaluations(check_taylor(problem))
+    total = whole + check_taylor(problem).localization_evaluations
     assert _bits(problem.parameters) == before  # after a successful localization
     for failing_call in (whole + 1, whole + 2, whole + 43, total - 1, total):
         calls = []
@@ -625,7 +625,7 @@ def test_parameters_are_restored_when_the_objective_raises_during_localization(e
             return problem.objective(parameters)
 
         with pytest.raises(exception):
-            taylor_test(GradientProblem(failing, problem.parameters, problem.gradients))
+            check_taylor(GradientProblem(failing, problem.parameters, problem.gradients))
         assert len(calls) == failing_call
         assert _bits(problem.parameters) == before, failing_call
 
@@ -687,7 +687,7 @@ def test_a_right_gradient_of_a_float32_inside_objective_is_never_failed(form, we
     for seed in range(5):
         problem = float32_inside_problem(form, weight, shape, seed, dtype=dtype)
         saved = problem[1]["x"].copy()
-        result = taylor_test(problem)
+        result = check_taylor(problem)
         assert problem[1]["x"].tobytes() == saved.tobytes()
         assert result.verdict != "failed", (seed, result.reason)
         if result.verdict == "inconclusive":
@@ -702,7 +702,7 @@ def test_a_right_gradient_of_a_float32_inside_objective_is_never_failed(form, we
 @pytest.mark.parametrize("wrong", ["twice", "sign", "shift"])
 def test_a_wrong_gradient_of_a_float32_inside_objective_never_passes(form, weight, wrong):
     for seed in range(5):
-        result = taylor_test(float32_inside_problem(form, weight, (4, 5), seed, wrong=wrong))
+        result = check_taylor(float32_inside_problem(form, weight, (4, 5), seed, wrong=wrong))
         assert result.verdict != "passed", (seed, result.reason)
     if weight == 1e-3 and wrong != "shift":
         assert result.verdict == "failed" and result.reason == "first order"
@@ -713,5 +713,5 @@ def test_a_small_error_of_a_float64_objective_still_fails_first_order(error):
     # The float32 re-judgement needs the values' noise or a first order absent above float32's resolution:
     # a smooth float64 objective's small first-order error stays a failure.
     x = np.random.default_rng(3).normal(size=(4, 5))
-    result = taylor_test((lambda p: float(np.sum(np.tanh(p["x"]))), {"x": x}, {"x": 1.0 - np.tanh(x) ** 2 + error}))
+    result = check_taylor((lambda p: float(np.sum(np.tanh(p["x"]))), {"x": x}, {"x": 1.0 - np.tanh(x) ** 2 + error}))
     assert (result.verdict, result.reason) == ("failed", "first order")

@@ -1,6 +1,5 @@
-"""assert_gradients_match: the pytest helper and its failure table."""
+"""assert_gradients: the pytest helper and its failure table."""
 
-import inspect
 import math
 import subprocess
 import sys
@@ -8,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from gradcheck_cli import check_gradients
-from gradcheck_cli.errors import AtParameter, UnsupportedDtype
-from gradcheck_cli.testing import MAX_ROWS, assert_gradients_match, failure_table
+from gradcheck_cli import GradientProblem, check_gradients
+from gradcheck_cli.errors import AtParameter, UnknownOption, UnsupportedDtype
+from gradcheck_cli.testing import MAX_ROWS, assert_gradients, failure_table
 
 
 def squares_and_corners(parameters):
@@ -19,7 +18,7 @@ def squares_and_corners(parameters):
 
 def test_a_passing_check_returns_its_report():
     x = np.array([1.0, 2.0, 3.0])
-    report = assert_gradients_match(lambda p: float(np.sum(p["x"] ** 2)), {"x": x}, {"x": 2 * x})
+    report = assert_gradients(lambda p: float(np.sum(p["x"] ** 2)), {"x": x}, {"x": 2 * x})
     assert report.passed and report.checked == 3
 
 
@@ -31,7 +30,7 @@ def test_the_failure_message_is_a_table_of_the_failing_coordinates():
     parameters = {"x": np.array([1.0, 2.0, 3.0]), "k": np.array([0.0, 1.0])}
     gradients = {"x": np.array([2.0, 4.0, 5.0]), "k": np.array([0.5, 1.0])}
     with pytest.raises(AssertionError) as caught:
-        assert_gradients_match(squares_and_corners, parameters, gradients)
+        assert_gradients(squares_and_corners, parameters, gradients)
     # Each row is at the step the verdict rests on: the one with the smallest error bar of h, h/10
     # and 10h (here 10h: 1.817e-04 and 6.055e-05), relative error |a − n| / max(|a|, |n|).
     lines = str(caught.value).splitlines()
@@ -62,9 +61,7 @@ def test_the_failure_message_is_a_table_of_the_failing_coordinates():
 
 def test_a_kink_outside_the_slopes_and_an_explicit_step_are_shown():
     with pytest.raises(AssertionError) as caught:
-        assert_gradients_match(
-            lambda p: float(np.sum(np.abs(p["k"]))), {"k": np.zeros(1)}, {"k": np.array([2.0])}, step=0.25
-        )
+        assert_gradients(lambda p: float(np.sum(np.abs(p["k"]))), {"k": np.zeros(1)}, {"k": np.array([2.0])}, step=0.25)
     lines = str(caught.value).splitlines()
     assert lines[3].split()[:4] == ["k", "[0]", "kink,", "outside"]
     # The kink tolerance goes with the step: √0.25 = 0.5, still far below the slopes' gap 2.
@@ -81,7 +78,7 @@ def test_an_impure_objective_is_explained_even_when_every_comparison_passes():
 
     x = np.array([1.0, 2.0])
     with pytest.raises(AssertionError) as caught:
-        assert_gradients_match(stateful, {"x": x}, {"x": 2 * x})
+        assert_gradients(stateful, {"x": x}, {"x": 2 * x})
     message = str(caught.value)
     assert message.splitlines()[0] == "gradient check inconclusive: the objective is nondeterministic or stateful"
     assert message.splitlines()[-1].startswith(
@@ -102,16 +99,28 @@ def test_long_tables_are_cut_short():
 
 def test_a_bad_request_is_a_typed_error_not_an_assertion():
     with pytest.raises(AtParameter) as caught:
-        assert_gradients_match(np.sum, {"x": np.ones(2, dtype=np.float16)}, {"x": np.ones(2)})
+        assert_gradients(np.sum, {"x": np.ones(2, dtype=np.float16)}, {"x": np.ones(2)})
     assert isinstance(caught.value.source, UnsupportedDtype)
 
 
-def test_same_arguments_as_the_api_except_progress():
-    helper = inspect.signature(assert_gradients_match).parameters
-    api = dict(inspect.signature(check_gradients).parameters)
-    del api["progress"]
-    assert list(helper) == list(api)
-    assert [(p.kind, p.default) for p in helper.values()] == [(p.kind, p.default) for p in api.values()]
+def test_every_option_of_the_api_and_a_problem_too():
+    from gradcheck_cli.check.options import OPTION_NAMES
+
+    x = np.array([1.0, 2.0])
+    seen = []
+    report = assert_gradients(
+        lambda p: float(np.sum(p["x"] ** 2)),
+        {"x": x},
+        {"x": 2 * x},
+        samples="all",
+        seed=3,
+        progress=lambda done, total: seen.append(done),
+    )
+    assert report.passed and seen[0] == 0  # progress, like every option, reaches the check
+    assert assert_gradients(GradientProblem(lambda p: float(np.sum(p["x"] ** 2)), {"x": x}, {"x": 2 * x})).passed
+    with pytest.raises(UnknownOption, match="assert_gradients|check_gradients"):
+        assert_gradients(lambda p: 0.0, {"x": x}, {"x": x}, sampels=2)
+    assert "progress" in OPTION_NAMES and "seed" in OPTION_NAMES
 
 
 def test_pytest_shows_the_table_and_hides_the_helper_frame(tmp_path):
@@ -119,10 +128,10 @@ def test_pytest_shows_the_table_and_hides_the_helper_frame(tmp_path):
     test_file = tmp_path / "test_user_backward.py"
     test_file.write_text(
         "import numpy as np\n"
-        "from gradcheck_cli.testing import assert_gradients_match\n"
+        "from gradcheck_cli.testing import assert_gradients\n"
         "def test_backward():\n"
         "    x = np.array([1.0, 2.0])\n"
-        "    assert_gradients_match(lambda p: float(np.sum(p['x'] ** 2)), {'x': x}, {'x': x})\n"
+        "    assert_gradients(lambda p: float(np.sum(p['x'] ** 2)), {'x': x}, {'x': x})\n"
     )
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
@@ -147,7 +156,7 @@ def test_the_project_checks_its_own_nll_gradient_with_the_helper():
     rng = np.random.default_rng(13)
     logits = rng.normal(size=(7, 11))
     targets = rng.integers(0, 11, size=7)
-    report = assert_gradients_match(
+    report = assert_gradients(
         lambda p: indexed_mean_nll(p["logits"], targets),
         {"logits": logits},
         {"logits": hand_derived_nll_gradient(logits, targets)},

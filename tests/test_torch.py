@@ -29,6 +29,7 @@ from gradcheck_cli.errors import (  # noqa: E402
     InvalidCall,
     NotAProblem,
     SharedMemory,
+    UnknownOption,
     UnsupportedDevice,
     UnsupportedTensor,
 )
@@ -751,11 +752,11 @@ def test_order_2_fails_a_backward_that_is_right_but_not_differentiable_correctly
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_mode_forward_fails_a_jvp_with_a_sign_error_naming_its_input(dtype):
+def test_forward_mode_fails_a_jvp_with_a_sign_error_naming_its_input(dtype):
     x = torch.linspace(-1.0, 2.0, 9, dtype=dtype, requires_grad=True)
     before = snapshot([x])
-    assert check_function(lambda x: Sine.apply(x, False), (x,), mode="forward").passed
-    report = check_function(lambda x: Sine.apply(x, True), (x,), mode="forward")
+    assert check_function(lambda x: Sine.apply(x, False), (x,), modes=("fwd",)).passed
+    report = check_function(lambda x: Sine.apply(x, True), (x,), modes=("fwd",))
     assert report.failing_parameters == ("inputs[0]",)
     # One 0-d ε per input: the analytic ⟨u, J·t⟩ is minus the numerical one.
     record = report.parameter("inputs[0]").checks[0]
@@ -763,17 +764,31 @@ def test_mode_forward_fails_a_jvp_with_a_sign_error_naming_its_input(dtype):
     assert_unchanged([x], before)
 
 
+def test_both_modes_check_the_backward_and_the_jvp_each_parameter_named_with_its_mode():
+    x = torch.linspace(-1.0, 2.0, 9, dtype=torch.float64, requires_grad=True)
+    report = check_function(lambda x: Sine.apply(x, True), (x,), modes=("rev", "fwd"))
+    assert [check.name for check in report.parameters] == ["inputs[0] (fwd)", "inputs[0] (rev)"]
+    assert report.failing_parameters == ("inputs[0] (fwd)",)  # the backward is right, the jvp's sign wrong
+    assert report.evaluations == sum(
+        check_function(lambda x: Sine.apply(x, True), (x,), modes=(mode,)).evaluations for mode in ("fwd", "rev")
+    )
+
+
 def test_an_unknown_order_or_mode_is_refused():
     x = torch.ones(2, dtype=torch.float64, requires_grad=True)
-    with pytest.raises(InvalidCall, match="order=2, mode='forward'"):
-        check_function(torch.sin, (x,), order=2, mode="forward")
+    with pytest.raises(InvalidArgument, match="modes must be"):
+        check_function(torch.sin, (x,), modes=("forward",))
+    with pytest.raises(InvalidArgument, match="order must be 1 or 2, got 4"):
+        check_function(torch.sin, (x,), order=4)
+    with pytest.raises(UnknownOption, match="no option 'mode' \\(did you mean 'modes'\\?\\)"):
+        check_function(torch.sin, (x,), mode="forward")
 
 
 def test_the_directional_taylor_test_of_the_double_backward():
-    from gradcheck_cli import taylor_test
+    from gradcheck_cli import check_taylor
     from gradcheck_cli.adapters.torch import double_backward_problem
 
     x = torch.linspace(-1.0, 2.0, 7, dtype=torch.float64, requires_grad=True)
-    assert taylor_test(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "passed"
-    result = taylor_test(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
+    assert check_taylor(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "passed"
+    result = check_taylor(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
     assert result.verdict == "failed" and result.reason == "first order"

@@ -1,35 +1,22 @@
-"""Check JAX code directly: ``custom_vjp`` and ``custom_jvp`` rules, jitted or not, over pytrees.
+"""JAX code as gradient problems, for :mod:`gradcheck_cli.jax` (the public face) to check:
+``custom_vjp`` and ``custom_jvp`` rules, jitted or not, over pytrees.
 
-    import jax, jax.numpy as jnp
-    from gradcheck_cli.jax import check_function
+JAX arrays are immutable, so the parameters are writable host copies of the checked leaves, in their
+own dtype: the objective rebuilds the inputs from them at every call, and nothing of the user's is
+modified. The user's guide is docs/jax.md.
 
-    params = {"dense": {"kernel": jnp.ones((3, 2)), "bias": jnp.zeros(2)}}
-    report = check_function(model, params, x, argnums=0)
-    assert report.passed, report.failing_parameters  # ("params['dense']['kernel']",) when wrong
+* :func:`function_problem`: ``fn(*inputs)`` returns a pytree of arrays; the objective is ⟨u,
+  fn(*inputs)⟩ in float64 (u from :func:`~gradcheck_cli.engine.cotangents.cotangent`, per output leaf),
+  the analytic side ``jax.vjp`` with the same u; ``order=2`` the vjp-of-vjp, the gradient of
+  ⟨v, ∇⟨u, fn⟩⟩.
+* :func:`forward_problem`: the forward rule (``jax.jvp``) along a deterministic tangent per input leaf,
+  against the central difference along it. :func:`function_problems` picks them by order and modes.
+* :func:`jax_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with a returned ``(fn, inputs)``,
+  or a problem whose parameters are JAX arrays (:func:`array_problem`).
 
-Each entry point turns a JAX function into a
-:class:`~gradcheck_cli.engine.problem.GradientProblem` and hands it to
-:func:`~gradcheck_cli.check.check_gradients` with every option as given; the
-report is check_gradients' own. JAX arrays are immutable, so the parameters
-are writable host copies of the checked leaves, in their own dtype: the
-objective rebuilds the arguments from them at every call, and nothing of the
-user's is modified. The user's guide is docs/jax.md.
-
-* :func:`check_function`: ``fn(*args)`` returns a pytree of arrays; the
-  objective is ⟨u, fn(*args)⟩ in float64 (u from
-  :func:`~gradcheck_cli.engine.cotangents.cotangent`, per output leaf), the
-  analytic side ``jax.vjp`` with the same u; ``order=2`` checks the
-  vjp-of-vjp, the gradient of ⟨v, ∇⟨u, fn⟩⟩.
-* :func:`check_jvp`: the forward rule (``jax.jvp``) along a deterministic
-  tangent per input leaf, against the central difference along it.
-* :func:`assert_gradients`: the pytest helper.
-* :func:`jax_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with a
-  returned ``(fn, args)``, or a problem whose parameters are JAX arrays.
-
-Every floating leaf (float64, float32, bfloat16) of the arguments in
-``argnums`` is checked, named by its argument's name and its pytree path
-(``params['dense']['kernel']``). A float64 leaf while x64 is off (JAX's
-default, which computes it in float32) is refused before the first call.
+Every floating leaf (float64, float32, bfloat16) of the inputs is checked, named by its argument's name
+and its pytree path (``params['dense']['kernel']``). A float64 leaf while x64 is off (JAX's default,
+which computes it in float32) is refused before the first call.
 """
 
 from __future__ import annotations
@@ -39,8 +26,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..check import GradientCheckReport, check_problem
-from ..engine.cotangents import DEFAULT_SEED, cotangent, tangent, tangent_problem
+from ..check import Options
+from ..core.defaults import SEED
+from ..engine.cotangents import cotangent, tangent, tangent_problem
 from ..engine.problem import GradientProblem, as_problem
 from ..errors import InvalidArgument, InvalidCall, JaxUnavailable, UnsupportedJaxInput, X64Disabled
 
@@ -52,16 +40,7 @@ except ModuleNotFoundError as error:
         raise
     raise JaxUnavailable() from error
 
-__all__ = [
-    "DEFAULT_SEED",
-    "function_problem",
-    "jvp_problem",
-    "array_problem",
-    "jax_problem",
-    "check_function",
-    "check_jvp",
-    "assert_gradients",
-]
+__all__ = ["function_problem", "forward_problem", "function_problems", "array_problem", "jax_problem"]
 
 _PROBED_DTYPES = ("float64", "float32", "bfloat16")
 
@@ -69,14 +48,13 @@ _PROBED_DTYPES = ("float64", "float32", "bfloat16")
 class _Call:
     """``fn(*args)`` with the checked leaves replaceable: their names, host copies and rebuilding."""
 
-    def __init__(self, fn, args: tuple, argnums):
+    def __init__(self, fn, inputs):
         if not callable(fn):
             raise InvalidArgument(argument="fn", value=type(fn).__name__, expected="callable")
-        self.fn, self.args = fn, tuple(args)
-        self.argnums = _argnums(argnums, len(self.args))
+        self.fn, self.args = fn, _input_tuple(inputs)
         argument_names = _argument_names(fn, len(self.args))
         self.trees, self.names, self.origins, self.places = {}, [], {}, []
-        for number in self.argnums:
+        for number in range(len(self.args)):
             paths, tree = jax.tree_util.tree_flatten_with_path(self.args[number])
             leaves = [leaf for _, leaf in paths]
             self.trees[number] = (tree, leaves)
@@ -88,7 +66,7 @@ class _Call:
                     self.origins[name] = origin
                     self.places.append((number, position))
         if not self.names:
-            raise InvalidCall(call="fn(*args)", problem="has no floating-point input leaf to check")
+            raise InvalidCall(call="fn(*inputs)", problem="has no floating-point input leaf to check")
 
     def primals(self) -> list:
         """The checked leaves at their origins, as JAX arrays."""
@@ -109,24 +87,23 @@ class _Call:
         return self(*(jnp.array(points.get(name, self.origins[name])) for name in self.names))
 
 
-def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: int = 1) -> GradientProblem:
-    """``fn`` at ``args`` as a GradientProblem: ⟨u, fn(*args)⟩ over the floating leaves of ``argnums``.
+def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> GradientProblem:
+    """``fn`` at ``inputs`` as a GradientProblem: ⟨u, fn(*inputs)⟩ over their floating leaves.
 
     Parameters
     ----------
     fn : callable
-        Any JAX-differentiable function of ``args`` returning a pytree of
+        Any JAX-differentiable function of ``inputs`` returning a pytree of
         arrays; output leaves that are not floating point are left out of ⟨u, ·⟩.
-    *args : pytrees
-        Leaves that are arrays (JAX or numpy) of float64, float32 or
-        bfloat16, or Python floats (JAX's default float dtype), are checked
-        when their argument is in ``argnums``; everything else is passed as is.
-    argnums : int or sequence of int, optional
-        The arguments to check; default all.
+    inputs : tuple of pytrees
+        The arguments, as ``jax.test_util.check_grads(f, args)`` takes them (one array
+        stands for a 1-tuple). Leaves that are arrays (JAX or numpy) of float64, float32 or
+        bfloat16, or Python floats (JAX's default float dtype), are checked; everything
+        else is passed as is (close over what should not be checked).
     seed : int
         The cotangents' seed (:func:`~gradcheck_cli.engine.cotangents.cotangent`).
     order : 1 or 2
-        1: the vector-Jacobian product ``jax.vjp(fn, *args)[1](u)``. 2: the
+        1: the vector-Jacobian product ``jax.vjp(fn, *inputs)[1](u)``. 2: the
         objective is ⟨v, g⟩ with g that product (v = cotangent(shape, k,
         seed + 1) for the k-th checked leaf), the analytic side the vjp of g.
 
@@ -134,7 +111,7 @@ def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: i
     -------
     GradientProblem
         Parameters: writable host copies of the checked leaves, by pytree
-        path. Gradients: float64 arrays. The objective rebuilds ``args``
+        path. Gradients: float64 arrays. The objective rebuilds ``inputs``
         from the copies at every call.
 
     Raises
@@ -146,9 +123,9 @@ def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: i
     """
     if order not in (1, 2):
         raise InvalidCall(call="check_function", problem=f"order must be 1 or 2, got {order!r}")
-    call = _Call(fn, args, argnums)
+    call = _Call(fn, inputs)
     outputs, pullback = jax.vjp(call, *call.primals())
-    first = _Cotangents(outputs, seed, "fn(*args)")
+    first = _Cotangents(outputs, seed, "fn(*inputs)")
     outer = call
     if order == 2:
         u = first.tree
@@ -157,7 +134,7 @@ def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: i
             return jax.vjp(call, *leaves)[1](u)
 
         outputs, pullback = jax.vjp(outer, *call.primals())
-        first = _Cotangents(outputs, seed + 1, "the gradient of ⟨u, fn(*args)⟩")
+        first = _Cotangents(outputs, seed + 1, "the gradient of ⟨u, fn(*inputs)⟩")
     gradients = dict(zip(call.names, (_host_float64(grad) for grad in pullback(first.tree))))
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
 
@@ -167,7 +144,7 @@ def function_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: i
     return GradientProblem(objective, parameters, gradients)
 
 
-def jvp_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED) -> GradientProblem:
+def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     """``fn``'s forward rule as a GradientProblem: per checked leaf, ε ↦ ⟨u, fn(x + ε·t)⟩ at ε = 0.
 
     The tangent t of the k-th checked leaf is
@@ -176,9 +153,9 @@ def jvp_problem(fn, *args, argnums=None, seed: int = DEFAULT_SEED) -> GradientPr
     alone. Arguments and errors as :func:`function_problem`'s; each parameter
     is a 0-d ε in its leaf's dtype, named as the leaf.
     """
-    call = _Call(fn, args, argnums)
+    call = _Call(fn, inputs)
     primals = call.primals()
-    first = _Cotangents(call(*primals), seed, "fn(*args)")
+    first = _Cotangents(call(*primals), seed, "fn(*inputs)")
     tangents, directional = {}, {}
     for index, name in enumerate(call.names):
         tangents[name] = tangent(call.origins[name], index, seed)
@@ -213,14 +190,14 @@ def array_problem(problem: GradientProblem) -> GradientProblem:
 def jax_problem(returned, reference: str = "the problem"):
     """What a problem function returned, as a GradientProblem when it is JAX code; anything else unchanged.
 
-    ``(fn, args)`` (``args`` a tuple or list of pytrees holding a JAX or numpy array)
+    ``(fn, inputs)`` (``inputs`` a tuple or list of pytrees holding a JAX or numpy array)
     is :func:`function_problem` over every argument, and a GradientProblem or
     ``(objective, parameters, gradients)`` holding JAX arrays :func:`array_problem`.
     """
     if isinstance(returned, (tuple, list)) and len(returned) == 2:
         fn, args = returned
         if callable(fn) and isinstance(args, (tuple, list)) and _holds_an_array(args):
-            return function_problem(fn, *args)
+            return function_problem(fn, tuple(args))
         return returned
     if isinstance(returned, GradientProblem) or (isinstance(returned, (tuple, list)) and len(returned) == 3):
         problem = as_problem(returned, reference)
@@ -229,31 +206,19 @@ def jax_problem(returned, reference: str = "the problem"):
     return returned
 
 
-def check_function(fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: int = 1, **options) -> GradientCheckReport:
-    """Check ``fn``'s reverse mode at ``args``: :func:`function_problem` checked by ``check_gradients``.
-
-    ``options`` are check_gradients' own (samples, step, tolerance, …),
-    passed through unchanged, and so is its report.
-    """
-    return check_problem(function_problem(fn, *args, argnums=argnums, seed=seed, order=order), **options)
-
-
-def check_jvp(fn, *args, argnums=None, seed: int = DEFAULT_SEED, **options) -> GradientCheckReport:
-    """Check ``fn``'s forward mode at ``args``: :func:`jvp_problem` checked by ``check_gradients``."""
-    return check_problem(jvp_problem(fn, *args, argnums=argnums, seed=seed), **options)
-
-
-def assert_gradients(
-    fn, *args, argnums=None, seed: int = DEFAULT_SEED, order: int = 1, **options
-) -> GradientCheckReport:
-    """:func:`check_function`, raising AssertionError with the failure table unless the check passed."""
-    from ..testing import failure_table
-
-    __tracebackhide__ = True  # pytest shows the assertion, not this frame
-    report = check_function(fn, *args, argnums=argnums, seed=seed, order=order, **options)
-    if not report.passed:
-        raise AssertionError(failure_table(report))
-    return report
+def function_problems(fn, inputs, options: Options) -> dict:
+    """The problems a check of ``fn`` at ``inputs`` with ``options`` checks, by mode: ``"rev"`` the vjp
+    (:func:`function_problem` of ``options.order``), ``"fwd"`` the jvp (:func:`forward_problem`)."""
+    if "fwd" in options.modes and options.order != 1:
+        problem = f"checks order={options.order} in reverse mode only, got modes={options.modes!r}"
+        raise InvalidCall(call="check_function", problem=problem)
+    problems = {}
+    for mode in options.modes:  # fwd before rev, as jax.test_util.check_grads checks them
+        if mode == "fwd":
+            problems[mode] = forward_problem(fn, inputs, seed=options.seed)
+        else:
+            problems[mode] = function_problem(fn, inputs, seed=options.seed, order=options.order)
+    return problems
 
 
 class _Cotangents:
@@ -302,20 +267,21 @@ def _host_float64(value) -> np.ndarray:
     return np.asarray(value).astype(np.float64)
 
 
-def _argnums(argnums, count: int) -> tuple:
-    if argnums is None:
-        return tuple(range(count))
-    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for number in numbers:
-        if not isinstance(number, int) or isinstance(number, bool) or not -count <= number < count:
-            problem = f"argnums {argnums!r} must name arguments of the {count} given"
-            raise InvalidCall(call="fn(*args)", problem=problem)
-    return tuple(dict.fromkeys(number % count for number in numbers))
+def _input_tuple(inputs) -> tuple:
+    """``inputs`` as the tuple of ``fn``'s arguments: a tuple or list as it is, one array as a 1-tuple."""
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs)
+    if isinstance(inputs, (jax.Array, np.ndarray, np.generic, float)):
+        return (inputs,)
+    problem = (
+        f"needs inputs as a tuple of pytrees (as jax.test_util.check_grads takes args), got {type(inputs).__name__}"
+    )
+    raise InvalidCall(call="fn(*inputs)", problem=problem)
 
 
 def _argument_names(fn, count: int) -> list:
     """Each positional argument's name in ``fn``'s signature (``args[i]`` where it has none)."""
-    names = [f"args[{index}]" for index in range(count)]
+    names = [f"inputs[{index}]" for index in range(count)]
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

@@ -1,40 +1,24 @@
-"""Check torch code directly: autograd Functions and modules, in float64, float32 and bfloat16.
+"""torch code as gradient problems, for :mod:`gradcheck_cli.torch` (the public face) to check.
 
-    import torch
-    from gradcheck_cli.torch import check_function
+Each problem's parameters are numpy views of the tensors' own storage, in their own dtype (no copy):
+the probes are written through those views, so torch sees them, and the check writes the original bits
+back after every call, on every path. The user's guide, with how the cotangent u is built and the plan
+for CUDA, is docs/torch.md.
 
-    x = torch.randn(4, 8, dtype=torch.float32, requires_grad=True)
-    report = check_function(MyGelu.apply, (x,))
-    assert report.passed, report.failing_parameters
+* :func:`function_problem`: ``fn(*inputs)`` returns a tensor or a tuple of tensors; the objective is
+  ⟨u, fn(*inputs)⟩ in float64 under ``torch.no_grad()``, the analytic side ``torch.autograd.grad`` with
+  the same u (:func:`~gradcheck_cli.engine.cotangents.cotangent`). Every input tensor that requires grad
+  is checked, leaf or not. :func:`double_backward_problem` (order 2) and :func:`forward_problem` (a
+  Function's ``jvp``) are built on the same call; :func:`function_problems` picks them by order and modes.
+* :func:`module_problem`: ``loss_fn(module)`` returns a scalar; every parameter of
+  ``module.named_parameters()`` that requires grad is checked, under torch's name, and the module's
+  buffers are written back after every call.
+* :func:`torch_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with a returned ``(fn,
+  inputs)``, ``(module, loss_fn)``, or a problem whose parameters are tensors.
 
-Each entry point turns torch code into a
-:class:`~gradcheck_cli.engine.problem.GradientProblem` whose parameters are numpy
-views of the tensors' own storage, in their own dtype (no copy), and hands it
-to :func:`~gradcheck_cli.check.check_gradients` with every option as given;
-the report is check_gradients' own. The probes are written through those
-views, so torch sees them, and check_gradients writes the original bits back
-after every call, on every path. The user's guide, with how the cotangent u
-is built and the plan for CUDA, is docs/torch.md.
-
-* :func:`check_function`: ``fn(*inputs)`` returns a tensor or a tuple of
-  tensors; the objective is ⟨u, fn(*inputs)⟩ in float64 under
-  ``torch.no_grad()``, the analytic side ``torch.autograd.grad`` with the
-  same u (:func:`cotangent`). Every input tensor that requires grad is
-  checked, leaf or not (a non-leaf is checked as an input of ``fn``).
-* :func:`check_module`: ``loss_fn(module)`` returns a scalar; every
-  parameter of ``module.named_parameters()`` that requires grad is checked,
-  under torch's name. The module's buffers are written back after every
-  call, so a forward that updates them (batch norm in training mode) leaves
-  the module as it found it.
-* :func:`assert_gradients`: the pytest helper for functions.
-* :func:`torch_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with
-  a returned ``(fn, inputs)``, ``(module, loss_fn)``, or a problem whose
-  parameters are tensors.
-
-No ``.grad`` is written (``torch.autograd.grad``, never ``.backward()``), the
-module's training mode is left as the user set it, and every tensor is
-checked before the first call: CPU only (:class:`UnsupportedDevice`), dense,
-no element sharing memory with another, no two tensors sharing memory.
+No ``.grad`` is written (``torch.autograd.grad``, never ``.backward()``), the module's training mode is
+left as the user set it, and every tensor is checked before the first call: CPU only
+(:class:`UnsupportedDevice`), dense, no element sharing memory with another, no two tensors sharing memory.
 """
 
 from __future__ import annotations
@@ -43,27 +27,27 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..check import GradientCheckReport, check_problem
+from ..check import Options
+from ..core.defaults import SEED
 from ..core.splitmix import MASK64
-from ..engine.cotangents import DEFAULT_SEED, cotangent
+from ..engine.cotangents import cotangent
 from ..engine.problem import GradientProblem, as_problem
 from ..errors import InvalidArgument, InvalidCall, NotAProblem
 from .torch_views import gradient_array, probe_views, require_cpu, same_bits, torch
 
 __all__ = [
-    "DEFAULT_SEED",
     "cotangent",
     "function_problem",
     "module_problem",
     "tensor_problem",
     "torch_problem",
-    "check_function",
-    "check_module",
-    "assert_gradients",
+    "function_problems",
+    "double_backward_problem",
+    "forward_problem",
 ]
 
 
-def function_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     """``fn`` at ``inputs`` as a GradientProblem: ⟨u, fn(*inputs)⟩ over the inputs that require grad.
 
     Parameters
@@ -220,53 +204,21 @@ def torch_problem(returned, reference: str = "the problem"):
     return returned
 
 
-def check_function(
-    fn, inputs, *, seed: int = DEFAULT_SEED, order: int = 1, mode: str = "reverse", **options
-) -> GradientCheckReport:
-    """Check ``fn``'s backward at ``inputs``: :func:`function_problem` checked by ``check_gradients``.
-
-    ``order=2`` checks the double backward instead (:func:`double_backward_problem`),
-    ``mode="forward"`` the forward-mode rule (:func:`forward_problem`).
-    ``options`` are check_gradients' own (samples, step, tolerance, …),
-    passed through unchanged, and so is its report. Every input is
-    bit-identical afterwards, and no ``.grad`` is written.
-    """
-    if (order, mode) == (1, "reverse"):
-        problem = function_problem(fn, inputs, seed=seed)
-    elif (order, mode) == (2, "reverse"):
-        problem = double_backward_problem(fn, inputs, seed=seed)
-    elif (order, mode) == (1, "forward"):
-        problem = forward_problem(fn, inputs, seed=seed)
-    else:
-        problem = f"checks order=1 or order=2 with mode='reverse', or order=1 with mode='forward', got order={order!r}, mode={mode!r}"
+def function_problems(fn, inputs, options: Options) -> dict:
+    """The problems a check of ``fn`` at ``inputs`` with ``options`` checks, by mode: ``"rev"`` the
+    backward (:func:`function_problem`, or :func:`double_backward_problem` at ``order=2``), ``"fwd"`` the
+    forward-mode rule (:func:`forward_problem`)."""
+    if "fwd" in options.modes and options.order != 1:
+        problem = f"checks order={options.order} in reverse mode only, got modes={options.modes!r}"
         raise InvalidCall(call="check_function", problem=problem)
-    return check_problem(problem, **options)
-
-
-def check_module(module, loss_fn, **options) -> GradientCheckReport:
-    """Check a module's parameter gradients of ``loss_fn(module)``: :func:`module_problem` under check_gradients.
-
-    Parameters are reported under torch's names (``l1.weight``); their
-    values, ``.grad``, the buffers and ``module.training`` are as they were
-    afterwards.
-    """
-    return check_problem(module_problem(module, loss_fn), **options)
-
-
-def assert_gradients(fn, inputs, *, seed: int = DEFAULT_SEED, **options) -> GradientCheckReport:
-    """:func:`check_function`, raising AssertionError with the failure table unless the check passed.
-
-    The message is :func:`gradcheck_cli.testing.failure_table`'s, as
-    :func:`~gradcheck_cli.testing.assert_gradients_match` raises it; a bad
-    request is its typed GradCheckError. Returns the report when it passed.
-    """
-    from ..testing import failure_table
-
-    __tracebackhide__ = True  # pytest shows the assertion, not this frame
-    report = check_function(fn, inputs, seed=seed, **options)
-    if not report.passed:
-        raise AssertionError(failure_table(report))
-    return report
+    problems = {}
+    for mode in options.modes:  # fwd before rev, as jax.test_util.check_grads checks them
+        if mode == "fwd":
+            problems[mode] = forward_problem(fn, inputs, seed=options.seed)
+        else:
+            build = function_problem if options.order == 1 else double_backward_problem
+            problems[mode] = build(fn, inputs, seed=options.seed)
+    return problems
 
 
 def _holds_a_tensor(inputs) -> bool:
@@ -332,10 +284,10 @@ def _scalar_loss(loss, call_text: str, analytic: bool = False):
     return loss.detach().reshape(()) if not analytic else loss.reshape(())
 
 
-# Second order and forward mode: check_function(..., order=2) and check_function(..., mode="forward").
+# Second order and forward mode: check_function(..., order=2) and check_function(..., modes=("fwd",)).
 
 
-def double_backward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+def double_backward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     """``fn``'s double backward as a GradientProblem: the gradient of ⟨v, g⟩, g = ∇⟨u, fn(*inputs)⟩.
 
     As torch's ``gradgradcheck`` does: g is ``torch.autograd.grad`` with the
@@ -371,7 +323,7 @@ def double_backward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> Gradient
     return GradientProblem(objective, views, gradients)
 
 
-def forward_problem(fn, inputs, *, seed: int = DEFAULT_SEED) -> GradientProblem:
+def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     """``fn``'s forward-mode rule (a Function's ``jvp``) as a GradientProblem, one 0-d ε per checked input.
 
     Per checked input x_k, the tangent t_k is

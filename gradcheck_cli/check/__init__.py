@@ -11,24 +11,13 @@ is decided is docs/method.md ("Verdicts").
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from ..advice.steps import advise_parameter_steps
-from ..core.defaults import CHECK_SAMPLES
-from ..engine.problem import GradientProblem
-from ..errors import InvalidArgument
-from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, purity_of, report_of
-from .options import is_serial, request_options
-from .plan import (
-    ALL_COORDINATES,
-    AUTO_STEP,
-    CheckOptions,
-    Samples,
-    is_auto,
-    plan_check,
-    probed_at,
-    selected_coordinates,
-)
+from ..engine.problem import GradientProblem, as_problem
+from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, merged_report, purity_of, report_of
+from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
+from .plan import plan_check, probed_at, selected_coordinates
 from .probe import JITTER_LIMIT, GuardedObjective, first_pass, resolved_direction_scale
 from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, KinkVerdict, ParameterCheck, PurityVerdict
 
@@ -45,26 +34,17 @@ __all__ = [
     "Samples",
     "check_gradients",
     "check_problem",
-    "request_options",
+    "check_with",
+    "check_problems",
+    "Options",
+    "options_of",
     "kink_tolerance_for_step",
     "selected_coordinates",
 ]
 
 
 def check_gradients(
-    objective: Callable[[Mapping], float],
-    parameters: Mapping,
-    gradients: Mapping,
-    *,
-    samples: Samples = CHECK_SAMPLES,
-    step: None | float | str | Mapping = None,
-    tolerance: float | None = None,
-    kink_tolerance: None | float | Mapping = None,
-    coordinates: Mapping | None = None,
-    names: Iterable[str] | None = None,
-    sampler: str = "structured",
-    progress: Callable[[int, int], None] | None = None,
-    jobs: int | None = None,
+    objective: Callable[[Mapping], float], parameters: Mapping, gradients: Mapping, **options
 ) -> GradientCheckReport:
     """Check named parameter arrays against their analytic gradients.
 
@@ -79,34 +59,15 @@ def check_gradients(
         included.
     gradients : Mapping[str, np.ndarray]
         The analytic gradient of each checked parameter, same shape, any real dtype.
-    samples : int or "all", default 16
-        Coordinates per parameter (min(samples, N)), or ``"all"``.
-    step : float, "auto" or Mapping[str, float], optional
-        The requested step h for every coordinate, or per parameter by name; ``"auto"``
-        advises each parameter's step first (about 70 calls per parameter). Default: the
-        dtype's ε^(1/3)·max(1, |θ|) per coordinate.
-    tolerance : float, optional
-        The relative tolerance. Default: the dtype's ε^(1/3).
-    kink_tolerance : float or Mapping[str, float], optional
-        Tolerance on the one-sided slopes' scaled gap. Default: :func:`kink_tolerance_for_step`.
-    coordinates : Mapping[str, iterable of index tuples], optional
-        Explicit coordinates for some parameters; the others are selected by ``sampler``.
-    names : iterable of str, optional
-        Check only these parameters (the problem's order is kept).
-    sampler : "structured" or "chapter", default "structured"
-        The structured selection (spread over every axis, mirrored pairs, the largest
-        |analytic| entries) or the chapter's flat offsets ⌊k(N−1)/(S−1)⌋.
-    progress : callable (done, total) -> None, optional
-        Called with (0, total) before the first objective call and after every coordinate
-        (with ``jobs``, after every chunk of coordinates).
-    jobs : int or concurrent.futures.Executor, optional
-        Worker processes for the coordinates' probes at their first step: None or 1 probes
-        here, N ≥ 2 in N workers, 0 in one per usable core, an Executor (dask's
-        ``Client.get_executor()``, mpi4py's ``MPIPoolExecutor``, loky) in its workers, and
-        never shut down here; the report is the serial one, bit for bit, for an objective that
-        is a function of its parameters. The objective and parameters are pickled to the
-        workers (a module-level function, not a lambda), unless :func:`check_problem` is given
-        a problem loaded by reference. See docs/parallel.md.
+    **options
+        Any of :class:`~gradcheck_cli.check.options.Options`: ``samples`` (16, or ``"all"``),
+        ``step`` (a float, ``"auto"`` or one per parameter), ``tolerance``, ``seed``, ``jobs``,
+        ``kink_tolerance``, ``coordinates``, ``names``, ``sampler`` and ``progress``. With
+        ``jobs`` (N worker processes, 0 for one per core, or an Executor such as dask's
+        ``Client.get_executor()``), the report is the serial one, bit for bit, for an objective
+        that is a function of its parameters; the objective and parameters are pickled to the
+        workers (a module-level function, not a lambda) unless :func:`check_problem` is given a
+        problem loaded by reference. See docs/parallel.md.
 
     Returns
     -------
@@ -115,28 +76,32 @@ def check_gradients(
     Raises
     ------
     GradCheckError
-        Before any objective call, for anything wrong with the request (wrapped in
-        AtParameter, and AtCoordinate where a coordinate is at fault). During the check, a
-        non-finite or non-scalar objective value at a coordinate's step. Exceptions raised by
-        the objective propagate unchanged, with every array restored.
+        Before any objective call, for anything wrong with the request (an unknown option
+        included; wrapped in AtParameter, and AtCoordinate where a coordinate is at fault).
+        During the check, a non-finite or non-scalar objective value at a coordinate's step.
+        Exceptions raised by the objective propagate unchanged, with every array restored.
     """
-    options = CheckOptions(samples, step, tolerance, kink_tolerance, coordinates, names, sampler)  # in order
+    return _check(objective, parameters, gradients, options_of("check_gradients", options))
+
+
+def _check(objective, parameters: Mapping, gradients: Mapping, options: Options) -> GradientCheckReport:
+    """The check of validated options: the plan, the probes, the verdicts."""
     plan = plan_check(objective, parameters, gradients, options)
-    if progress is not None and not callable(progress):
-        raise InvalidArgument(argument="progress", value=type(progress).__name__, expected="callable")
+    jobs = options.jobs
     workers = None if is_serial(jobs) else _parallel().workers_for(jobs, objective, parameters)
     snapshots = {planned.name: planned.snapshot for planned in plan}  # taken by the plan's finiteness pass
     counted = GuardedObjective(objective, parameters, {planned.name: planned.array for planned in plan}, snapshots)
     counted.sampled = {planned.name: planned.columns.offsets for planned in plan}
     try:
-        return _checked(plan, counted, step, progress, workers)
+        return _checked(plan, counted, options, workers)
     except BaseException:
         counted.restore()  # whatever the objective changed beside the probe, on every path
         raise
 
 
-def _checked(plan: list, counted: GuardedObjective, step, progress, workers) -> GradientCheckReport:
+def _checked(plan: list, counted: GuardedObjective, options: Options, workers) -> GradientCheckReport:
     """The check itself, once everything is validated: probes, purity, verdicts, the report."""
+    step, progress = options.step, options.progress
     total = sum(len(planned.columns) for planned in plan)
     if progress is not None:
         progress(0, total)
@@ -157,15 +122,30 @@ def _checked(plan: list, counted: GuardedObjective, step, progress, workers) -> 
 
 
 def check_problem(problem: GradientProblem, **options) -> GradientCheckReport:
-    """:func:`check_gradients` on a :class:`~gradcheck_cli.engine.problem.GradientProblem` (same options).
+    """:func:`check_gradients` on a :class:`~gradcheck_cli.problem.GradientProblem` (the same options).
 
-    With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.engine.problem.load_problem`
+    With ``jobs``, the worker processes load a problem that :func:`~gradcheck_cli.problem.load_problem`
     loaded by its reference, and unpickle any other.
     """
+    return check_with(problem, options_of("check_problem", options))
+
+
+def check_with(problem: GradientProblem, options: Options) -> GradientCheckReport:
+    """:func:`check_problem` with validated :class:`Options` (what the adapters and the command line call)."""
+    problem = as_problem(problem, "the problem")
     objective = problem.objective
-    if problem.reference is not None and callable(objective) and not is_serial(options.get("jobs")):
+    if problem.reference is not None and callable(objective) and not is_serial(options.jobs):
         objective = _parallel().ByReference(objective, problem.reference)
-    return check_gradients(objective, problem.parameters, problem.gradients, **options)
+    return _check(objective, problem.parameters, problem.gradients, options)
+
+
+def check_problems(problems: Mapping, options: Options) -> GradientCheckReport:
+    """Each problem of ``problems`` (label → GradientProblem) checked with ``options``: its report when
+    there is one, else one report whose parameters carry their problem's label (:func:`merged_report`)."""
+    reports = {label: check_with(problem, options) for label, problem in problems.items()}
+    if len(reports) == 1:
+        return next(iter(reports.values()))
+    return merged_report(reports)
 
 
 def _parallel():

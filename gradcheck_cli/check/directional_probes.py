@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.splitmix import splitmix64_array
+from ..core.splitmix import MASK64, splitmix64_array
 from ..engine.blocks import (
     BLOCK,
     FlatBlocks,
@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 
-#: The seed of every direction: sign_i is the top bit of splitmix64(DIRECTION_SEED + i).
+#: The stream of every direction's signs: sign_i is the top bit of splitmix64((DIRECTION_SEED XOR seed) + i),
+#: the seed the check's (0 unless told otherwise).
 DIRECTION_SEED = 0x5EED_13
 
 #: The period of the direction's signs: the prime 2¹⁶ + 1, above a block, so that no power-of-two
@@ -65,11 +66,12 @@ def direction_signs(count: int, seed: int = DIRECTION_SEED) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def _signed_units(unit: float, count: int, dtype=np.float64) -> np.ndarray:
+def _signed_units(unit: float, count: int, dtype=np.float64, seed: int = 0) -> np.ndarray:
     """±``unit`` by :func:`direction_signs` for min(count, 2·SIGN_PERIOD) elements, kept (≤ 1 MiB each):
     elements start:start+n of any block (n ≤ BLOCK < SIGN_PERIOD) are its entries start mod
     SIGN_PERIOD onwards."""
-    units = np.multiply(direction_signs(min(count, 2 * SIGN_PERIOD)), unit).astype(dtype, copy=False)
+    signs = direction_signs(min(count, 2 * SIGN_PERIOD), (DIRECTION_SEED ^ seed) & MASK64)
+    units = np.multiply(signs, unit).astype(dtype, copy=False)
     units.flags.writeable = False
     return units
 
@@ -89,6 +91,7 @@ class Direction:
     step_factor: float
     elements: int
     unit_blocks: frozenset = frozenset()  # the starts of the blocks where every |θ_i| ≤ 1: Δ_i = s_i·u there
+    seed: int = 0  # the check's seed: which ±1 signs
 
     def unit(self, multiplier: float = 1.0) -> float:
         """m·u: the step of every coordinate (or its factor ε^(1/3)) over √N, times the multiplier."""
@@ -97,7 +100,7 @@ class Direction:
 
     def signed_units(self, multiplier: float, dtype) -> np.ndarray:
         """±m·u by :func:`direction_signs` (kept), in ``dtype``: what Δ is, where max(1, |θ_i|) is 1."""
-        return _signed_units(self.unit(multiplier), self.elements, dtype)
+        return _signed_units(self.unit(multiplier), self.elements, dtype, self.seed)
 
     def displacement(self, exact: np.ndarray, start: int, out: np.ndarray, multiplier: float = 1.0) -> np.ndarray:
         """m·Δ_i of elements start:start+len(exact), whose values are ``exact`` (float32 or float64; into

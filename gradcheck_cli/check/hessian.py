@@ -16,16 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.defaults import SEED
 from ..core.formatting import short_repr
 from ..core.record import Record
-from ..engine.cotangents import DEFAULT_SEED, tangent
+from ..engine.cotangents import tangent
 from ..engine.dtypes import probe_dtype
 from ..engine.problem import GradientProblem, reject_shared_memory, selected_names
 from ..engine.tensors import write_back
 from ..errors import AtParameter, GradCheckError, InvalidArgument, ReadOnlyArray
 from ..verdict.estimates import estimate_columns, value_epsilons
-from ..verdict.rules import judge_confirmed, judge_primary, with_step_sensitivity
+from ..verdict.rules import judge_confirmed, judge_primary, verdict_of, with_step_sensitivity
 from ..verdict.terms import CONFIRMATION_FACTORS, JudgedEstimate, Resolution, Standard
+from ..verdict.words import FAILED, INCONCLUSIVE, PASSED
 
 __all__ = [
     "HessianComponent",
@@ -54,8 +56,8 @@ class HessianComponent(Record):
 class HessianParameterCheck(Record):
     """The components of H·v that belong to one parameter.
 
-    ``verdict`` is ``"failed"`` if any component failed, ``"inconclusive"`` if any did not
-    pass, else ``"passed"``; ``unpassed`` the first KEPT_COMPONENTS components that did not
+    ``verdict`` is failed if any component failed, inconclusive if any did not
+    pass, else passed; ``unpassed`` the first KEPT_COMPONENTS components that did not
     pass (row-major), ``worst`` the component with the largest relative error at m = 1.
     """
 
@@ -84,6 +86,11 @@ class HessianVectorReport(Record):
     gradient_calls: int
     hvp_calls: int
 
+    @property
+    def evaluations(self) -> int:
+        """The calls of the user's code, ``gradient`` and ``hvp`` together (as every report counts them)."""
+        return self.gradient_calls + self.hvp_calls
+
     def parameter(self, name: str) -> HessianParameterCheck:
         """The :class:`HessianParameterCheck` named ``name``."""
         for check in self.parameters:
@@ -100,7 +107,7 @@ def check_hessian_vector_product(
     direction: Mapping[str, np.ndarray] | None = None,
     step: float | None = None,
     tolerance: float | None = None,
-    seed: int = DEFAULT_SEED,
+    seed: int = SEED,
 ) -> HessianVectorReport:
     """Check ``hvp(v)`` against the central difference of ``gradient`` along v, component by component.
 
@@ -164,10 +171,10 @@ def check_hessian_vector_product(
         components = {name: _confirmed(name, components[name], probes, readings[name], tolerance) for name in names}
     checks = tuple(_parameter_check(name, dtypes[name], origins[name].shape, components[name]) for name in names)
     failing = tuple(check.name for check in checks if not check.passed)
-    verdict = _worst_verdict(check.verdict for check in checks)
+    verdict = verdict_of(check.verdict for check in checks)
     return HessianVectorReport(
         verdict=verdict,
-        passed=verdict == "passed",
+        passed=verdict == PASSED,
         step=h,
         tolerance=tolerance,
         failing_parameters=failing,
@@ -183,12 +190,12 @@ def hessian_problem(
     parameters: Mapping[str, np.ndarray],
     *,
     direction: Mapping[str, np.ndarray] | None = None,
-    seed: int = DEFAULT_SEED,
+    seed: int = SEED,
 ) -> GradientProblem:
     """The Hessian-vector product as a first-order problem: objective ⟨v, ∇f(θ)⟩, gradient ``hvp(v)``.
 
     A Hessian is symmetric, so ∇⟨v, ∇f⟩ = H·v: ``check_problem`` of this problem checks ``hvp``
-    as a gradient, and ``taylor_test`` of it is the directional Taylor test of the Hessian term
+    as a gradient, and ``check_taylor`` of it is the directional Taylor test of the Hessian term
     (its remainder is second order for a right ``hvp``, first order for a wrong one). Arguments as
     :func:`check_hessian_vector_product`'s; ``hvp`` is called once, here.
     """
@@ -362,7 +369,7 @@ def _confirmed(name: str, judged: dict, probes: dict, reading: _Reading, toleran
 
 
 def _parameter_check(name, dtype, shape, components) -> HessianParameterCheck:
-    counts = {"failed": 0, "inconclusive": 0}
+    counts = {FAILED: 0, INCONCLUSIVE: 0}
     unpassed, worst, worst_error = [], None, -1.0
     for flat, (estimates, judgement, _) in components.items():
         record = HessianComponent(
@@ -372,27 +379,22 @@ def _parameter_check(name, dtype, shape, components) -> HessianParameterCheck:
             verdict=judgement.verdict,
             reason=judgement.reason,
         )
-        if judgement.verdict != "passed":
-            counts["failed" if judgement.verdict == "failed" else "inconclusive"] += 1
+        if judgement.verdict != PASSED:
+            counts[FAILED if judgement.verdict == FAILED else INCONCLUSIVE] += 1
             if len(unpassed) < KEPT_COMPONENTS:
                 unpassed.append(record)
         if estimates[0].relative_error > worst_error:
             worst, worst_error = record, estimates[0].relative_error
-    verdict = "failed" if counts["failed"] else "inconclusive" if counts["inconclusive"] else "passed"
+    verdict = verdict_of(judgement.verdict for _, judgement, _ in components.values())
     return HessianParameterCheck(
         name=name,
         dtype=dtype.name,
         shape=tuple(shape),
         verdict=verdict,
-        passed=verdict == "passed",
+        passed=verdict == PASSED,
         checked=len(components),
-        failed=counts["failed"],
-        inconclusive=counts["inconclusive"],
+        failed=counts[FAILED],
+        inconclusive=counts[INCONCLUSIVE],
         unpassed=tuple(unpassed),
         worst=worst,
     )
-
-
-def _worst_verdict(verdicts) -> str:
-    verdicts = set(verdicts)
-    return "failed" if "failed" in verdicts else "inconclusive" if verdicts - {"passed"} else "passed"

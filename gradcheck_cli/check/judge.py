@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,13 +168,13 @@ def _points(difference: CentralDifference) -> tuple:
 
 def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
     """The fields every judged record shares: the estimates, which one decided, the verdict and why."""
-    return {
-        "estimates": estimates,
-        "decided_at": judgement.decided_at,
-        "verdict": judgement.verdict,
-        "reason": judgement.reason,
-        "passed": judgement.verdict == PASSED,
-    }
+    return dict(
+        estimates=estimates,
+        decided_at=judgement.decided_at,
+        verdict=judgement.verdict,
+        reason=judgement.reason,
+        passed=judgement.verdict == PASSED,
+    )
 
 
 def _judge_direction(
@@ -367,6 +368,18 @@ def report_of(checks: list, purity: PurityVerdict, step_advice, evaluations: int
         evaluations=evaluations,
         diagnosis=diagnose_report([check.diagnosis for check in checks]),
     )
+
+
+def merged_report(reports: Mapping) -> GradientCheckReport:
+    """One report of several checks by label (a torch or JAX function in both modes): each parameter's
+    name followed by its label in parentheses, the least pure purity, every evaluation counted."""
+    checks = [
+        dataclasses.replace(check, name=f"{check.name} ({label})")
+        for label, report in reports.items()
+        for check in report.parameters
+    ]
+    purity = max((report.purity for report in reports.values()), key=lambda purity: (purity.stateful, not purity.pure))
+    return report_of(checks, purity, None, sum(report.evaluations for report in reports.values()))
 
 
 def purity_of(centers: list, epsilon: float) -> PurityVerdict:

@@ -41,14 +41,8 @@ from ..errors import (
     UnknownSampler,
     ZeroSamples,
 )
+from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto
 from .selection import SAMPLERS, largest_count, largest_entries, select_offsets
-
-#: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
-ALL_COORDINATES = "all"
-#: ``step=AUTO_STEP`` checks each parameter at the step advised for one representative coordinate.
-AUTO_STEP = "auto"
-
-Samples = int | str
 
 
 @dataclass(frozen=True)
@@ -73,31 +67,14 @@ class PlannedParameter:
     snapshot: np.ndarray | None = None  # θ's copy, taken in the pass that checks θ is finite
     gradient_peak: float = math.inf  # the largest |analytic| entry, read in the pass that checks them
     unit_blocks: frozenset = frozenset()  # the starts of θ's blocks where every |θ_i| ≤ 1, read in that pass
-
-
-def is_auto(step) -> bool:
-    return isinstance(step, str) and step == AUTO_STEP
+    seed: int = 0  # the directional test's signs
 
 
 # Validation: everything below runs before the first objective call, except probed_at, which
 # validates the probes at the advised steps after the advice and before the first checked coordinate.
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """:func:`~gradcheck_cli.check.check_gradients`' keywords that decide what is probed (as given;
-    :func:`plan_check` validates them)."""
-
-    samples: Samples = CHECK_SAMPLES
-    step: None | float | str | Mapping = None
-    tolerance: float | None = None
-    kink_tolerance: None | float | Mapping = None
-    coordinates: Mapping | None = None
-    names: Iterable[str] | None = None
-    sampler: str = "structured"
-
-
-def plan_check(objective, parameters, gradients, options: CheckOptions) -> list:
+def plan_check(objective, parameters, gradients, options: Options) -> list:
     """One PlannedParameter per selected parameter, every argument validated (before any call)."""
     if not callable(objective):
         raise InvalidArgument(argument="objective", value=type(objective).__name__, expected="callable")
@@ -132,7 +109,7 @@ def _gradients_apart(plan: list, parameters: Mapping) -> list:
     ]
 
 
-def _validated(options: CheckOptions, parameters: Mapping) -> CheckOptions:
+def _validated(options: Options, parameters: Mapping) -> Options:
     """``options`` validated but for the coordinates: a step and a kink tolerance are one value, or a dict name → value."""
     step = options.step
     steps = AUTO_STEP if is_auto(step) else _per_parameter("step", step, validate_step, parameters)
@@ -235,7 +212,7 @@ def selected_coordinates(
     return tuple(chosen)
 
 
-def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> PlannedParameter:
+def _plan_parameter(name: str, array, gradient, options: Options) -> PlannedParameter:
     step, kink_tolerance = (
         value.get(name) if isinstance(value, dict) else value for value in (options.step, options.kink_tolerance)
     )
@@ -271,6 +248,7 @@ def _plan_parameter(name: str, array, gradient, options: CheckOptions) -> Planne
         snapshot=snapshot,
         unit_blocks=unit_blocks,
         gradient_peak=peak,
+        seed=options.seed,
     )
 
 

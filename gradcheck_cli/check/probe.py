@@ -222,6 +222,7 @@ def _direction_displacement(planned: PlannedParameter) -> Direction:
         step_factor=planned.dtype.step_factor,
         elements=int(planned.array.size),
         unit_blocks=planned.unit_blocks,
+        seed=planned.seed,
     )
 
 

@@ -38,8 +38,8 @@ class CoordinateCheck(Record):
     ``difference``, ``comparison`` (the chapter's scaled error) and ``kink`` are at the
     coordinate's step h; ``difference.center_value`` is the shared f(θ). ``estimates`` has
     the estimate at h first, then those at the confirmation steps when h did not pass;
-    ``decided_at`` indexes the one the verdict rests on. ``verdict`` is ``"passed"``,
-    ``"failed"``, ``"inconclusive"`` or ``"suspected kink"``; ``reason`` says why.
+    ``decided_at`` indexes the one the verdict rests on. ``verdict`` is a :class:`~gradcheck_cli.verdict.words.Verdict`:
+    passed, failed, inconclusive or suspected kink; ``reason`` says why.
     """
 
     flat_index: int
@@ -172,8 +172,8 @@ class ParameterCheck(Record):
     kink_tolerance : float or None
         Shared by every coordinate, or None when each coordinate's step sets its own.
     verdict : str
-        ``"failed"`` if a coordinate or the directional test failed, else ``"inconclusive"``
-        if one did not pass, else ``"passed"``.
+        failed if a coordinate or the directional test failed, else inconclusive
+        if one did not pass, else passed.
     passed : bool
     checks : CoordinateChecks
         A sequence of CoordinateCheck, in selection order, built from columns when read.
@@ -204,10 +204,10 @@ class GradientCheckReport(Record):
     Attributes
     ----------
     verdict : str
-        ``"failed"`` if any parameter failed; ``"inconclusive"`` if any did not pass or the
-        objective is stateful; else ``"passed"``.
+        failed if any parameter failed; inconclusive if any did not pass or the
+        objective is stateful; else passed.
     passed : bool
-        ``verdict == "passed"``.
+        Whether the verdict is passed.
     checked, failed, inconclusive : int
         Coordinates checked; those that failed; those that neither passed nor failed.
     failing_parameters : tuple of str

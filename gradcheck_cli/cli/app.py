@@ -267,6 +267,8 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
     if isinstance(error, click.exceptions.NoArgsIsHelpError):
         error.show()  # bare `gradcheck`: click's help on stderr
         return exit_status(error)
+    if isinstance(error, click.NoSuchOption) and error.possibilities:
+        error.possibilities = _close_options(error.option_name, error.possibilities)
     param = getattr(error, "param", None)
     if isinstance(param, click.Argument):
         option = param.human_readable_name  # PROBLEM, as the usage line names it
@@ -278,6 +280,15 @@ def _report_click_error(error: click.ClickException, words=()) -> int:
     # runs, so the format is not settled yet: read it from the words.
     output.write_error(problem, settled or _format_in_words(words))
     return exit_status(error)
+
+
+def _close_options(name: str, options) -> list:
+    """The options whose names (without their dashes) are close to ``name``'s, closest first: click's own
+    guesses compare the dashes too, and so offer --json for --pont."""
+    import difflib
+
+    bare = {option.lstrip("-"): option for option in options}
+    return [bare[close] for close in difflib.get_close_matches(name.lstrip("-"), list(bare), n=3, cutoff=0.6)]
 
 
 class GradcheckContext(click.Context):

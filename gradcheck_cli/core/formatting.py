@@ -9,7 +9,7 @@ closest format with Rust's spelling of exponents and non-finite values.
 
 import math
 
-__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list", "short_repr"]
+__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list", "short_repr", "did_you_mean"]
 
 
 def _non_finite(value: float) -> str:
@@ -100,3 +100,12 @@ def short_repr(value, limit: int = 40) -> str:
         text = f"<{type(value).__name__}>"
     text = " ".join(text.split())
     return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """`` (did you mean 'samples' or 'sampler'?)`` with the candidates close to ``word``, closest first
+    (at most three; difflib's ratio at least 0.7), or "" when none is."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.7)
+    return " (did you mean " + " or ".join(repr(name) for name in close) + "?)" if close else ""

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ..core.formatting import rust_debug, rust_list
 from ..errors.command_line import in_flags
-from ..verdict.words import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
+from ..verdict.words import DEFAULT_STEP, FAILED, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 from .chapter_lines import (
     bool_text,
     check_lines,
@@ -193,7 +193,7 @@ SHOWN_FAILURES = 3
 
 def _summary_line(parameter) -> str:
     worst = parameter.checks.worst()
-    failed = parameter.checks.verdict_count("failed")
+    failed = parameter.checks.verdict_count(FAILED)
     inconclusive = len(parameter.checks.unpassed()) - failed
     return (
         f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
@@ -268,7 +268,7 @@ def _check_lines(report):
         if parameter.diagnosis is not None:
             yield diagnosis_line(parameter.name, parameter.diagnosis)
         yield (
-            f"{parameter.name} check: checked={len(parameter.checks)} failed={parameter.checks.verdict_count('failed')} "
+            f"{parameter.name} check: checked={len(parameter.checks)} failed={parameter.checks.verdict_count(FAILED)} "
             f"verdict={parameter.verdict} pass={bool_text(parameter.passed)}"
         )
     if report.diagnosis is not None:

@@ -12,7 +12,7 @@ import math
 import os
 
 from ..core.formatting import rust_debug, rust_fixed, rust_list
-from ..verdict.words import DEFAULT_STEP, check_summary, coordinate_verdict, diagnosis_text
+from ..verdict.words import DEFAULT_STEP, FAILED, PASSED, check_summary, coordinate_verdict, diagnosis_text
 from .output import terminal_columns
 
 __all__ = [
@@ -298,7 +298,7 @@ def nll(example):
 
 
 def _coordinate_verdict_cell(record):
-    style = None if record.passed else ("red" if record.verdict == "failed" else "yellow")
+    style = None if record.passed else ("red" if record.verdict == FAILED else "yellow")
     return _text(coordinate_verdict(record, short=True), style)
 
 
@@ -407,7 +407,7 @@ _TAYLOR_CHART_KEY = "· evaluated   ● usable (above 10× the rounding floor)  
 def taylor(result):
     from .plotting import taylor_text_chart
 
-    verdict_style = {"passed": "bold green", "failed": "bold red"}.get(result.verdict, "bold yellow")
+    verdict_style = {PASSED: "bold green", FAILED: "bold red"}.get(result.verdict, "bold yellow")
     table = _table(
         f"Taylor remainder R(h) = f(x + Δ) − f(x) − g·Δ over {', '.join(result.parameters)} "
         f"(direction {result.direction}, seed {result.seed})",

@@ -15,16 +15,14 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..core.defaults import SEED
 from ..core.splitmix import MASK64, splitmix64, splitmix64_array
 from .problem import GradientProblem
 
-__all__ = ["DEFAULT_SEED", "cotangent", "tangent", "tangent_problem"]
-
-#: The cotangents' seed unless told otherwise.
-DEFAULT_SEED = 0
+__all__ = ["cotangent", "tangent", "tangent_problem"]
 
 
-def cotangent(shape, output_index: int, seed: int = DEFAULT_SEED) -> np.ndarray:
+def cotangent(shape, output_index: int, seed: int = SEED) -> np.ndarray:
     """The cotangent u of output ``output_index``: float64, odd multiples of 1/256 in [−255/256, 255/256].
 
     Element k (row-major) is u = (2·⌊z/2⁵⁶⌋ − 255) / 256 with
@@ -55,7 +53,7 @@ def cotangent(shape, output_index: int, seed: int = DEFAULT_SEED) -> np.ndarray:
     return ((2.0 * top_byte - 255.0) / 256.0).reshape(shape)
 
 
-def tangent(values: np.ndarray, input_index: int, seed: int = DEFAULT_SEED) -> np.ndarray:
+def tangent(values: np.ndarray, input_index: int, seed: int = SEED) -> np.ndarray:
     """The tangent t of input ``input_index``: cotangent(shape, index, seed + 1)·max(1, |x|), in x's dtype.
 
     Scaled like the default step (ε^(1/3)·max(1, |θ|)), so that every element

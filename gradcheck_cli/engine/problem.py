@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.blame import exception_line, user_location
-from ..core.formatting import short_repr
+from ..core.formatting import did_you_mean, short_repr
 from ..errors import (
     AtCoordinate,
     AtParameter,
@@ -354,7 +354,9 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
         module = _load_file(source, path) if _names_a_file(source) else _import_module(source)
         function = getattr(module, function_name, None)
         if function is None:
-            raise ProblemFunctionNotFound(source=source, function=function_name)
+            available = _functions_of(module)
+            close = did_you_mean(function_name, available)
+            raise ProblemFunctionNotFound(source=source, function=function_name, close=close, available=available)
         if not callable(function):
             raise InvalidArgument(argument=reference, value=type(function).__name__, expected="callable")
         try:
@@ -432,6 +434,15 @@ def _load_file(source: str, path: Path):
         sys.modules.pop(module_name, None)
         raise ProblemImportFailed(source=source, error=exception_line(error) + user_location(error)) from error
     return module
+
+
+def _functions_of(module) -> list:
+    """The public functions ``module`` defines itself (not those it imports), in its order."""
+    return [
+        name
+        for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_")
+    ]
 
 
 def _import_module(source: str):

@@ -280,6 +280,13 @@ class UnknownSampler(GradCheckError):
     template = "sampler {sampler} is not one of {available:join}"
 
 
+class UnknownOption(GradCheckError):
+    """A keyword that is not one of a check's options (:class:`~gradcheck_cli.check.options.Options`)."""
+
+    fields = ("entry", "option", "close", "known")
+    template = "{entry} has no option {option}{close}; its options are {known:join}"
+
+
 class InvalidArgument(GradCheckError):
     """An argument of the wrong type or value: not an array, not callable, not a mapping, not a whole number, ..."""
 

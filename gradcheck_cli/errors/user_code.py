@@ -43,8 +43,8 @@ class ProblemImportFailed(GradCheckError):
 class ProblemFunctionNotFound(GradCheckError):
     """The problem's file or module has no such function."""
 
-    fields = ("source", "function")
-    template = "{source} has no function {function}"
+    fields = ("source", "function", "close", "available")
+    template = "{source} has no function {function}{close}; its functions are {available:join}"
 
 
 class ProblemFunctionRaised(GradCheckError):

@@ -12,16 +12,13 @@ from collections.abc import Mapping as AnyMapping
 
 import numpy as np
 
-from ..core.defaults import TAYLOR_SEED
+from ..core.defaults import SEED
 from ..core.formatting import short_repr
 from ..core.splitmix import MASK64, splitmix64, splitmix64_array
 from ..engine.dtypes import probe_dtype
 from ..errors import GradientShapeMismatch, InvalidArgument, ZeroDirection
 
-__all__ = ["DEFAULT_SEED", "taylor_direction", "default_taylor_steps"]
-
-#: The direction's seed unless told otherwise (kept in the numpy-free defaults module for the command line).
-DEFAULT_SEED = TAYLOR_SEED
+__all__ = ["taylor_direction", "default_taylor_steps"]
 
 
 def _fnv1a64(text: str) -> int:
@@ -31,7 +28,7 @@ def _fnv1a64(text: str) -> int:
     return value
 
 
-def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = DEFAULT_SEED) -> dict:
+def taylor_direction(parameters: Mapping[str, np.ndarray], names: Sequence[str], seed: int = SEED) -> dict:
     """The deterministic unit direction over the named parameters (float64 arrays).
 
     See the module docstring for the construction; the result's entries,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.record import Record
+from ..verdict.words import FAILED, INCONCLUSIVE, PASSED
 from .geometry import default_taylor_steps, normalized_direction
 
 __all__ = ["LocalizationTest", "failing_names"]
@@ -52,13 +53,16 @@ def _subset_tester(measure, problem, gradients: dict, direction: tuple, steps, t
         subset_steps = default_taylor_steps(problem.parameters, subset) if steps is None else steps
         subset_gradients = {name: gradients[name] for name in subset}
         result = measure(problem, subset, subset_gradients, (unit, description, seed), subset_steps)
-        evaluations = 2 + sum(point.state in ("ok", "non-finite value") for point in result.points)
         test = LocalizationTest(
-            parameters=subset, order=result.order, verdict=result.verdict, reason=result.reason, evaluations=evaluations
+            parameters=subset,
+            order=result.order,
+            verdict=result.verdict,
+            reason=result.reason,
+            evaluations=result.evaluations,
         )
         tests.append(test)
-        if result.verdict == "failed" and result.reason != "first order":
-            return "inconclusive"  # a nondeterministic objective says nothing about where the gradient is wrong
+        if result.verdict == FAILED and result.reason != "first order":
+            return INCONCLUSIVE  # a nondeterministic objective says nothing about where the gradient is wrong
         return result.verdict
 
     return subset_test
@@ -72,16 +76,16 @@ def _bisect(names: tuple, subset_test, failed: bool) -> tuple:
     own test fails (``failed`` says it already did).
     """
     if len(names) == 1:
-        return names if failed or subset_test(names) == "failed" else ()
+        return names if failed or subset_test(names) == FAILED else ()
     middle = (len(names) + 1) // 2
     first, second = names[:middle], names[middle:]
     first_verdict = subset_test(first)
-    if first_verdict == "passed":
+    if first_verdict == PASSED:
         return _bisect(second, subset_test, failed=False)
     second_verdict = subset_test(second)
     found = ()
-    if first_verdict == "failed" or second_verdict == "passed":
-        found += _bisect(first, subset_test, failed=first_verdict == "failed")
-    if second_verdict == "failed":
+    if first_verdict == FAILED or second_verdict == PASSED:
+        found += _bisect(first, subset_test, failed=first_verdict == FAILED)
+    if second_verdict == FAILED:
         found += _bisect(second, subset_test, failed=True)
     return found

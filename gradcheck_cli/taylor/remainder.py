@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..core.defaults import SEED
 from ..core.formatting import short_repr
 from ..core.record import Record, same_bits
 from ..engine.dtypes import probe_dtype
@@ -26,8 +27,8 @@ from ..engine.problem import as_problem, selected_names, validated_whole_gradien
 from ..engine.tensors import plain_view, write_back
 from ..errors import InvalidArgument, NonFiniteEvaluation, ParameterChanged, ReadOnlyArray, UnsupportedDtype
 from ..verdict.estimates import value_epsilons
+from ..verdict.words import FAILED, INCONCLUSIVE, PASSED
 from .geometry import (
-    DEFAULT_SEED,
     default_taylor_steps,
     direction_pieces,
     euclidean_norm,
@@ -43,13 +44,12 @@ __all__ = [
     "ROUNDING_MARGIN",
     "FIT_POINTS",
     "MIN_FIT_POINTS",
-    "DEFAULT_SEED",
     "TaylorPoint",
     "LocalizationTest",
     "TaylorResult",
     "taylor_direction",
     "default_taylor_steps",
-    "taylor_test",
+    "check_taylor",
 ]
 
 PASS_ORDER = 1.75
@@ -94,11 +94,11 @@ class TaylorResult(Record):
 
     ``order`` is the fitted slope of log|R| against log‖Δ‖ (NaN when no fit
     was possible), ``verdict`` is ``passed``, ``failed`` or ``inconclusive``,
-    ``reason`` says why, and ``passed`` is ``verdict == "passed"``. After a
+    ``reason`` says why, and ``passed`` is whether it is passed. After a
     first-order ``failed``, ``failing_parameters`` names the wrong parameters
     in problem order, found by the subset tests in ``localization``, whose
     objective calls sum to ``localization_evaluations``; all are empty (0)
-    otherwise.
+    otherwise. ``evaluations`` counts every objective call, the localization's included.
     """
 
     parameters: tuple
@@ -119,6 +119,7 @@ class TaylorResult(Record):
     failing_parameters: tuple
     localization: tuple
     localization_evaluations: int
+    evaluations: int
     verdict: str
     reason: str
     passed: bool
@@ -167,12 +168,12 @@ def _fit_order(points: list) -> tuple:
     return slope, window, None
 
 
-def taylor_test(
+def check_taylor(
     problem,
     *,
     names: Sequence[str] = None,
     steps: Sequence[float] = None,
-    seed: int = DEFAULT_SEED,
+    seed: int = SEED,
     direction: Mapping[str, np.ndarray] = None,
 ) -> TaylorResult:
     """Run the Taylor-remainder test over a gradient problem.
@@ -217,16 +218,18 @@ def taylor_test(
     given_steps = None if steps is None else validate_steps(steps)
     steps = default_taylor_steps(problem.parameters, names) if given_steps is None else given_steps
     result = _measure_and_judge(problem, names, gradients, (unit, description, seed), steps)
-    if result.verdict != "failed" or result.reason != "first order":
+    if result.verdict != FAILED or result.reason != "first order":
         return result
     failing, tests = failing_names(
         _measure_and_judge, problem, names, gradients, (pieces, description, seed), given_steps
     )
+    localization_evaluations = sum(test.evaluations for test in tests)
     return replace(
         result,
         failing_parameters=failing,
         localization=tests,
-        localization_evaluations=sum(test.evaluations for test in tests),
+        localization_evaluations=localization_evaluations,
+        evaluations=result.evaluations + localization_evaluations,
     )
 
 
@@ -238,12 +241,12 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         directional_derivative = math.fsum(float(np.sum(gradients[name] * unit[name])) for name in names)
     center, final, epsilon, points, residues = _walk_along_direction(problem, names, unit, gradients, steps)
     judged = _judge_points(points, center, epsilon, directional_derivative)
-    if judged[-2:] == ("failed", "first order"):
+    if judged[-2:] == (FAILED, "first order"):
         judged, epsilon = _float32_inside(judged, points, residues, center, epsilon, directional_derivative)
     points, fit_points, order, detection_limit, verdict, reason = judged
     deterministic = same_bits(final, center)
     if not deterministic:
-        verdict, reason = "failed", "nondeterministic objective"
+        verdict, reason = FAILED, "nondeterministic objective"
     return TaylorResult(
         parameters=names,
         dtypes=tuple(str(problem.parameters[name].dtype) for name in names),
@@ -263,9 +266,10 @@ def _measure_and_judge(problem, names: tuple, gradients: dict, direction: tuple,
         failing_parameters=(),
         localization=(),
         localization_evaluations=0,
+        evaluations=2 + sum(point.state in ("ok", "non-finite value") for point in points),
         verdict=verdict,
         reason=reason,
-        passed=verdict == "passed",
+        passed=verdict == PASSED,
     )
 
 
@@ -277,12 +281,12 @@ def _judge_points(points: list, center: float, epsilon: float, directional_deriv
     limits = [ROUNDING_MARGIN * point.rounding_floor / point.displacement_norm for point in evaluated]
     detection_limit = min(limits) if limits else math.inf
     if len(evaluated) < MIN_FIT_POINTS:
-        verdict, reason = "inconclusive", "too few evaluated points"
+        verdict, reason = INCONCLUSIVE, "too few evaluated points"
     else:
         threshold = math.sqrt(epsilon) * max(1.0, abs(directional_derivative))
         verdict, reason = _fit_verdict(order, reason, detection_limit, threshold)
         if reason == "rounding level" and any(point.value == center for point in evaluated):
-            verdict, reason = "inconclusive", "too few usable points"  # f did not change: no evidence
+            verdict, reason = INCONCLUSIVE, "too few usable points"  # f did not change: no evidence
     return points, len(window), order, detection_limit, verdict, reason
 
 
@@ -308,7 +312,7 @@ def _float32_inside(judged: tuple, points: list, residues: list, center: float, 
             point = replace(point, rounding_floor=floor, usable=usable)
         widened.append(point)
     again = _judge_points(widened, center, single, slope)
-    if again[-2:] == ("failed", "first order"):
+    if again[-2:] == (FAILED, "first order"):
         return judged, epsilon
     smallest = [point for point in judged[0] if point.in_fit][-1]
     first_order = smallest.absolute_remainder / smallest.displacement_norm
@@ -321,10 +325,10 @@ def _float32_inside(judged: tuple, points: list, residues: list, center: float, 
             return (*again[:-1], "second order above float32 resolution (f computes in float32 below it)"), single
         if first_order > ROUNDING_MARGIN * hidden or noisy:
             reason = f"second order only above float32 resolution, blind to a first-order error below {hidden:.1e}"
-            return (*again[:-2], "inconclusive", reason), single
+            return (*again[:-2], INCONCLUSIVE, reason), single
     elif noisy:
         reason = "first order only below float32 resolution: does the objective compute in float32?"
-        return (*again[:-2], "inconclusive", reason), single
+        return (*again[:-2], INCONCLUSIVE, reason), single
     return judged, epsilon  # no sign of a float32 inside: the first order stands
 
 
@@ -466,19 +470,19 @@ def _fit_verdict(order: float, reason, detection_limit: float, threshold: float)
     """(verdict, reason) from the fit: no usable point passes only when the detection limit is within ``threshold``."""
     if reason == "rounding level":
         if detection_limit <= threshold:
-            return "passed", "rounding level"
-        return "inconclusive", "rounding level above the detection threshold"
+            return PASSED, "rounding level"
+        return INCONCLUSIVE, "rounding level above the detection threshold"
     if reason is not None:
-        return "inconclusive", reason
+        return INCONCLUSIVE, reason
     return _order_verdict(order)
 
 
 def _order_verdict(order: float) -> tuple:
     """(verdict, reason) from the fitted order of the remainder."""
     if order >= PASS_ORDER:
-        return "passed", "second order"
+        return PASSED, "second order"
     if SHRINK_ORDER <= order <= FAIL_ORDER:
-        return "failed", "first order"
+        return FAILED, "first order"
     if order < SHRINK_ORDER:
-        return "inconclusive", "remainder does not shrink"
-    return "inconclusive", "between first and second order"
+        return INCONCLUSIVE, "remainder does not shrink"
+    return INCONCLUSIVE, "between first and second order"

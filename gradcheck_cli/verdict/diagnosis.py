@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.formatting import rust_list
 from ..core.record import Record
+from .words import FAILED, PASSED
 
 __all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
 
@@ -154,7 +155,7 @@ class DirectionalGap:
 def _evidenced(failing: list, confined: tuple, ratio, gradient: np.ndarray, directional, gap) -> bool:
     """The rest of the parameter is evidenced right: the directional test passed, or the failures —
     with every unchecked entry of the confined indices off by the same ratio — explain its gap."""
-    if directional.verdict == "passed":
+    if directional.verdict == PASSED:
         return True
     if gap is None:
         return False
@@ -237,7 +238,7 @@ def diagnose_parameter(
     """
     failing = list(failing)
     if not failing:
-        if directional.verdict != "failed":
+        if directional.verdict != FAILED:
             return None
         return Diagnosis(
             kind="unexplained",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..core.record import Record
+from .words import FAILED, INCONCLUSIVE, PASSED, SUSPECTED_KINK
 
 __all__ = [
     "ROUNDING_FACTOR",
@@ -47,7 +48,7 @@ FLOOR_FACTOR = 16.0
 #: or bfloat16 (computed in float64): their own rounding needs no margin, the estimate's does.
 HIGHER_PRECISION_FLOOR_FACTOR = 8.0
 
-PASSED, FAILED, INCONCLUSIVE, KINK = "passed", "failed", "inconclusive", "suspected kink"
+KINK = SUSPECTED_KINK
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,42 @@
-"""A check's verdicts in words, shared by the text lines (render), the tables and the pytest helper (testing)."""
+"""The verdicts, defined once (:class:`Verdict`), and a check's verdicts in words, shared by the text
+lines (render), the tables and the pytest helpers' failure message."""
+
+import enum
 
 from ..core.formatting import rust_exp
 
-__all__ = ["DEFAULT_STEP", "coordinate_verdict", "check_summary", "diagnosis_text", "kink_tolerance_text"]
+__all__ = [
+    "Verdict",
+    "PASSED",
+    "FAILED",
+    "INCONCLUSIVE",
+    "SUSPECTED_KINK",
+    "DEFAULT_STEP",
+    "coordinate_verdict",
+    "check_summary",
+    "diagnosis_text",
+    "kink_tolerance_text",
+]
+
+
+class Verdict(str, enum.Enum):
+    """What a comparison, a coordinate, a directional test, a parameter or a whole check concluded.
+
+    A str: it equals, hashes, prints and is written to JSON as its value (``"passed"``), the word the
+    text and the JSON documents use.
+    """
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+    SUSPECTED_KINK = "suspected kink"  # a coordinate's: the one-sided slopes disagree
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__
+
+
+PASSED, FAILED, INCONCLUSIVE, SUSPECTED_KINK = Verdict
 
 
 def _error(number: float) -> str:

@@ -96,19 +96,23 @@ from .options import (
 @output_options
 def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, executor, verbose, show_traceback):
     def compute():
-        from ...check import check_problem, request_options
+        import dataclasses
+
+        from ...check import check_with, options_of
 
         # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.
-        options = request_options(samples=samples, sampler=sampler, step=step, tolerance=tolerance, jobs=jobs)
+        given = {"samples": samples, "sampler": sampler, "step": step, "tolerance": tolerance, "jobs": jobs}
+        options = options_of("gradcheck check", {**given, "names": list(names) or None})
         scheduler = executor_address(executor, jobs)
         with (
             dask_executor(executor, scheduler) as workers,
             user_problem(problem, show_traceback) as loaded,
             ProgressBar("checking coordinates") as progress,
         ):
+            options = dataclasses.replace(options, progress=progress)
             if workers is not None:
-                options["jobs"] = workers
-            report = check_problem(loaded, **options, names=list(names) or None, progress=progress)
+                options = dataclasses.replace(options, jobs=workers)
+            report = check_with(loaded, options)
         return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)

@@ -34,7 +34,7 @@ from .options import (
 )
 @problem_argument
 @PARAM_OPTION
-@click.option("--seed", type=int, default=defaults.TAYLOR_SEED, help="Selects the deterministic direction d.")
+@click.option("--seed", type=int, default=defaults.SEED, help="Selects the deterministic direction d.")
 @click.option(
     "--plot",
     type=PLOT_FILE,
@@ -52,10 +52,10 @@ from .options import (
 def taylor(output_format, problem, names, seed, plot, verbose, show_traceback):
     def compute():
         plot_path = plot_target(plot)
-        from ...taylor.remainder import taylor_test
+        from ...taylor.remainder import check_taylor
 
         with user_problem(problem, show_traceback) as loaded:
-            result = taylor_test(loaded, names=list(names) or None, seed=seed)
+            result = check_taylor(loaded, names=list(names) or None, seed=seed)
         if plot_path is not None:
             from ...display.plotting import plot_taylor
 
