@@ -107,9 +107,7 @@ def _command_spans():
     """Every `gradcheck SUBCOMMAND ...` the documents write, in inline code, headings or sessions; a
     session that shows its option refused (``No such option``) misspells it on purpose."""
     spans = [
-        session["command"]
-        for session in SESSIONS
-        if not any("No such option" in line for line in session["output"])
+        session["command"] for session in SESSIONS if not any("No such option" in line for line in session["output"])
     ]
     for path in DOCUMENTS:
         spans += re.findall(r"`(gradcheck [^`]+)`", path.read_text(encoding="utf-8"))

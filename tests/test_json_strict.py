@@ -39,9 +39,7 @@ def asks_for_json(command: str) -> bool:
     return "--json" in words or "--format=json" in words or any(pair == ("--format", "json") for pair in pairs)
 
 
-JSON_CASES = [
-    path for path in golden.case_paths() if asks_for_json(golden.case_command(path)[0])
-]
+JSON_CASES = [path for path in golden.case_paths() if asks_for_json(golden.case_command(path)[0])]
 
 
 def _reject_constant(token):
