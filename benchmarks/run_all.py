@@ -28,6 +28,7 @@ SCRIPTS = (
     "peers.py",
     "torch_peers.py",
     "jax_peers.py",
+    "parity.py",
     "taylor_localization.py",
 )
 
