@@ -4,19 +4,18 @@ Every scenario of _torch_scenarios.py (``torch.autograd.gradcheck``/``gradgradch
 torch's test passes) and of _jax_scenarios.py (``jax.test_util.check_grads``, a right and a wrong rule
 each) runs in the peer and in gradcheck, on the same function and fresh inputs. Per run this prints
 what the peer did (passed, failed, refused with a typed error of its own, or raised the function's own
-error), what gradcheck did (its verdict, "refused" with the first line of a GradCheckError or of a
-TypeError for an option today's API lacks, or "crashed" with any other exception) and whether they
+error), what gradcheck did (its verdict, "refused" with the first line of a GradCheckError, an unknown
+option included, or "crashed" with any other exception) and whether they
 agree: a peer's pass passed, its failure failed, its refusal refused, the function's own error raised
 by both (a few scenarios accept more, where issue 33 says so). Then the counts, and the feature table
 of issue 33: each feature × torch, JAX, scipy's ``check_grad`` and gradcheck, from these runs; scipy
 and gradcheck's numpy ``check_gradients`` also run on small numpy cases (complex parameters with a
 conjugated gradient, float16), where the table has a scipy column.
 
-gradcheck is called through one function per framework, written against the API of issues 31 and 33,
-``check_function(fn, inputs, **options)`` with ``order``, ``modes``, ``batched``, ``nondet_tol``;
-:func:`torch_check_function` and :func:`jax_check_function` map those onto today's API while it
-lacks them (and go when it lands). torch and jax are optional: a framework that is not installed is
-skipped, saying so. Nothing is asserted.
+gradcheck is called through one function per framework, :func:`torch_check_function` and
+:func:`jax_check_function`: the one API, ``check_function(fn, inputs, **options)`` with ``order``,
+``modes`` and the scenario's other options. torch and jax are optional: a framework that is not
+installed is skipped, saying so. Nothing is asserted.
 
 Usage: python benchmarks/parity.py [--frameworks torch,jax,numpy] [--only NAME,...] [--limit N]
        [--json-out FILE]
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import inspect
 import json
 import math
 import sys
@@ -104,38 +102,21 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-# The one call per framework, in issue 31/33's API; today's API underneath while it lacks the options.
-
-
-def worst(reports):
-    return max(reports, key=lambda report: VERDICTS.index(report.verdict))
+# The one call per framework: the one API, gradcheck_cli.torch/jax.check_function(fn, inputs, **options).
 
 
 def torch_check_function(fn, inputs, **options):
-    """``gradcheck_cli.torch.check_function(fn, inputs, **options)``: ``modes`` becomes today's ``mode``, once per mode."""
+    """``gradcheck_cli.torch.check_function(fn, inputs, **options)``."""
     from gradcheck_cli import torch as adapter
 
-    if "modes" in inspect.signature(adapter.check_function).parameters:
-        return adapter.check_function(fn, inputs, **options)
-    modes = options.pop("modes", ("rev",))
-    words = {"rev": "reverse", "fwd": "forward"}
-    return worst([adapter.check_function(fn, inputs, mode=words[mode], **options) for mode in modes])
+    return adapter.check_function(fn, inputs, **options)
 
 
 def jax_check_function(fn, inputs, **options):
-    """``gradcheck_cli.jax.check_function(fn, inputs, **options)``: today's check_function for "rev", check_jvp for "fwd"."""
+    """``gradcheck_cli.jax.check_function(fn, inputs, **options)``, in both modes unless told (as check_grads)."""
     from gradcheck_cli import jax as adapter
 
-    if "modes" in inspect.signature(adapter.check_function).parameters:
-        return adapter.check_function(fn, inputs, **options)
-    modes, order = options.pop("modes", ("fwd", "rev")), options.pop("order", 1)
-    reports = []
-    for mode in modes:
-        if mode == "rev":
-            reports.append(adapter.check_function(fn, *inputs, order=order, **options))
-        else:  # today's check_jvp has no order: order 2 and 3 are a TypeError, counted as refused
-            reports.append(adapter.check_jvp(fn, *inputs, **({} if order == 1 else {"order": order}), **options))
-    return worst(reports)
+    return adapter.check_function(fn, inputs, **{"modes": ("fwd", "rev"), **options})
 
 
 def gradcheck_outcome(call: Callable, peer_error: BaseException | None) -> Outcome:

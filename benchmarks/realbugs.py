@@ -62,7 +62,7 @@ def gradcheck_jax(problem, order):
     from gradcheck_cli.jax import check_function
 
     fn, args = problem
-    return check_function(fn, *args, order=order)
+    return check_function(fn, tuple(args), order=order)
 
 
 GRADCHECK = {"numpy": gradcheck_numpy, "torch": gradcheck_torch, "jax": gradcheck_jax}

@@ -347,7 +347,7 @@ def test_to_dict_is_json_ready():
     document = advise_step(cubic, CUBIC_POINT).to_dict()
     assert json.loads(json.dumps(document, allow_nan=False)) == document
     assert document["dtype"] == "float64"
-    assert document["estimates"][0]["difference"]["requested_step"] == document["estimates"][0]["requested_step"]
+    assert document["estimates"][0]["difference"]["requested_h"] == document["estimates"][0]["requested_step"]
 
 
 def test_scalar_advice_does_not_import_numpy():

@@ -277,7 +277,7 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
     assert json.loads(json.dumps(record_dict, allow_nan=False)) == record_dict
     assert list(record_dict) == [
         "verdict",
-        "passed",
+        "pass",
         "checked",
         "failed",
         "inconclusive",
@@ -300,10 +300,10 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
         "decided_at",
         "verdict",
         "reason",
-        "passed",
+        "pass",
     ]
     assert list(first["estimates"][0]["error_bar"]) == ["rounding", "jitter", "step_sensitivity", "total"]
-    assert list(first["difference"])[-1] == "derivative" and first["comparison"]["passed"] is True
+    assert list(first["difference"])[-1] == "numerical" and first["comparison"]["pass"] is True
 
 
 def test_progress_is_reported_from_zero_to_total():
@@ -892,7 +892,7 @@ def test_step_auto_checks_each_parameter_at_its_advised_step_and_carries_the_adv
 def test_step_auto_is_reported_in_json():
     report = check_problem(two_parameter_problem(), step="auto", samples=1)
     document = report.to_dict()
-    assert list(document)[:2] == ["verdict", "passed"] and document["step_advice"] is not None
+    assert list(document)[:2] == ["verdict", "pass"] and document["step_advice"] is not None
     assert list(document["step_advice"]["steps"]) == ["weights", "bias"]
     assert json.loads(json.dumps(document, allow_nan=False)) == document
 

@@ -208,7 +208,7 @@ def test_json_holds_the_schema_the_issue_names():
     document = json.loads(invoke("demo", "--format", "json").stdout)
     assert set(document["quadratic"][0]) == {"difference", "comparison"}
     assert set(document["scan"][0]) == {"regime", "requested_step", "check", "error"}
-    assert {"shape", "requested_samples", "passed", "checks"} <= set(document["nll"]["check"])
+    assert {"shape", "requested_samples", "pass", "checks"} <= set(document["nll"]["check"])
 
 
 def test_sample_json_is_the_samplers_to_dict():
@@ -537,7 +537,7 @@ def test_many_logits_are_omitted_from_text_and_null_in_json(tmp_path):
     assert text.exit_code == EXIT_OK
     assert text.stdout.startswith("nll logits: shape=[2, 600] values=omitted targets=[5, 599] loss=")
     document = json.loads(invoke("nll", "--logits", str(path), "--targets", "5,599", "--json").stdout)
-    assert document["nll"]["logits"] is None
+    assert document["nll"]["values"] is None
     assert document["nll"] == nll.nll_gradient_check(logits.copy(), (5, 599)).to_dict()
 
 

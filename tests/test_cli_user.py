@@ -402,7 +402,7 @@ def test_step_auto_checks_each_parameter_at_its_advised_step_and_a_matching_kink
         for record in parameter["checks"]:
             # Each coordinate's kink test goes with the advised step (and that coordinate's θ).
             expected_tolerance = check.kink_tolerance_for_step(
-                advice.steps[parameter["name"]], record["difference"]["point"], "float64"
+                advice.steps[parameter["name"]], record["difference"]["theta"], "float64"
             )
             assert record["kink"]["slopes"]["tolerance"] == expected_tolerance
 

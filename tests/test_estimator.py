@@ -257,8 +257,8 @@ def test_results_serialise_to_plain_json_values():
     record = quadratic_gradient_check(5.5).to_dict()
     assert list(record) == ["difference", "comparison"]
     assert record["difference"]["stencil"] == "symmetric"
-    assert record["comparison"]["passed"] is False
-    assert record["difference"]["requested_step"] == 0.1
+    assert record["comparison"]["pass"] is False
+    assert record["difference"]["requested_h"] == 0.1
 
 
 finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)

@@ -639,7 +639,7 @@ def test_12_a_step_that_collapses_is_a_rejected_row_and_the_scan_goes_on(point):
     assert [record["regime"] for record in checked] == error_regimes(
         [record["requested_step"] for record in checked],
         [record["check"]["comparison"]["scaled_error"] for record in checked],
-        [record["check"]["comparison"]["passed"] for record in checked],
+        [record["check"]["comparison"]["pass"] for record in checked],
     )
     assert document["advice"]["advised_step"] > 0 and "advice: point=" in text.stdout
     table = invoke("scan", "--point", point, "--format", "table")

@@ -11,7 +11,6 @@ same holds for ``gradcheck check``, ``taylor`` and ``scan --advise`` on the
 examples, whose documents must also equal the library's own ``to_dict()``.
 """
 
-import dataclasses
 import json
 import math
 import shlex
@@ -25,12 +24,13 @@ from hypothesis import strategies as st
 
 import golden
 from gradcheck_cli.cli import main
+from gradcheck_cli.core.record import json_fields
 from gradcheck_cli.display import output
 from gradcheck_cli.engine.estimator import CentralDifference, GradientComparison
 
 ROOT = Path(__file__).resolve().parent.parent
-DIFFERENCE_FIELDS = [field.name for field in dataclasses.fields(CentralDifference)]
-COMPARISON_FIELDS = [field.name for field in dataclasses.fields(GradientComparison)]
+DIFFERENCE_FIELDS = [key for _, key in json_fields(CentralDifference)]
+COMPARISON_FIELDS = [key for _, key in json_fields(GradientComparison)]
 
 
 def asks_for_json(command: str) -> bool:

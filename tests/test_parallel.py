@@ -238,7 +238,7 @@ def test_what_the_users_code_prints_in_a_worker_goes_to_stderr(problems):
     # Unbuffered (python -u, as some CI runners set it) each piece of a print is a write of its own:
     # the workers' lines must still arrive whole, never spliced mid-line.
     parallel = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "2", env={"PYTHONUNBUFFERED": "1"})
-    assert parallel.stdout == serial.stdout and json.loads(parallel.stdout)["check"]["passed"]
+    assert parallel.stdout == serial.stdout and json.loads(parallel.stdout)["check"]["pass"]
     stderr = parallel.stderr.decode().splitlines()
     assert stderr.count("loading in the command") == 1 and stderr.count("loading in a worker") == 2
     probes = stderr.count("descriptor one in a worker")  # one line of each per probe in a worker

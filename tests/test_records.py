@@ -88,7 +88,7 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
     check = quadratic_gradient_check(5.5)
     assert list(check.to_dict()) == ["difference", "comparison"]
-    assert list(check.to_dict()["difference"])[:3] == ["point", "requested_step", "minus_point"]
+    assert list(check.to_dict()["difference"])[:3] == ["theta", "requested_h", "theta_minus"]
     assert not dataclasses.is_dataclass(Record)
 
 
@@ -125,7 +125,7 @@ def test_to_dict_makes_non_finite_floats_strings():
         "scale": 1.0,
         "scaled_error": 0.0,
         "tolerance": 1e-06,
-        "passed": False,
+        "pass": False,
     }
 
 

@@ -6,7 +6,6 @@ result record and error class, and that an added or a renamed field fails valida
 """
 
 import copy
-import dataclasses
 import json
 
 import jsonschema
@@ -18,7 +17,7 @@ from gradcheck_cli import check, errors, schemas
 from gradcheck_cli.advice import steps as advice
 from gradcheck_cli.chapter import fixtures, nll, sampled, scan
 from gradcheck_cli.check import directional, hessian
-from gradcheck_cli.core.record import Record
+from gradcheck_cli.core.record import Record, json_fields
 from gradcheck_cli.engine import estimator, sampling
 from gradcheck_cli.errors import command_line as cli_errors
 from gradcheck_cli.taylor import remainder as taylor
@@ -121,6 +120,7 @@ RECORD_SCHEMAS = {
     check.CoordinateCheck: ("report", "/$defs/coordinate_check"),
     check.KinkVerdict: ("report", "/$defs/kink"),
     judge_terms.JudgedEstimate: ("report", "/$defs/estimate"),
+    judge_terms.DirectionalEstimate: ("report", "/$defs/directional_estimate"),
     judge_terms.ErrorBar: ("report", "/$defs/error_bar"),
     directional.DirectionalCheck: ("report", "/$defs/directional"),
     diagnosis.Diagnosis: ("report", "/$defs/diagnosis"),
@@ -156,7 +156,7 @@ def test_each_records_fields_are_its_schema_objects_fields_in_order(record):
     for part in pointer.split("/")[1:]:
         node = node[part]
     node = next(option for option in node.get("anyOf", [node]) if "properties" in option)
-    assert list(node["properties"]) == [field.name for field in dataclasses.fields(record)]
+    assert list(node["properties"]) == [key for _, key in json_fields(record)]  # the text's words (Record)
 
 
 def _error_classes():

@@ -128,6 +128,8 @@ def hand_derived_nll_gradient(logits: np.ndarray, targets: np.ndarray) -> np.nda
 class NllGradientExample(Record):
     """The NLL fixture's inputs, loss, sampled check, and restoration evidence."""
 
+    json_keys = {"logits": "values"}  # as the chapter's line prints them: nll logits: shape=... values=...
+
     shape: tuple
     logits: tuple  # every value when there are at most LISTED_VALUES of them, else None
     targets: tuple

@@ -14,7 +14,7 @@ from ..engine.estimator import evaluated_value
 from ..engine.tensors import write_back
 from ..errors import NonFiniteEvaluation, ReadOnlyArray
 from ..verdict.estimates import NoiseModel, estimate_columns, value_epsilons
-from ..verdict.terms import ROUNDING_FACTOR, JudgedEstimate, slopes_agree
+from ..verdict.terms import ROUNDING_FACTOR, DirectionalEstimate, JudgedEstimate, slopes_agree
 from .directional_probes import CHANGED, DirectionScale, DirectionalProbing, minus_pass, norms, plus_pass
 
 __all__ = ["DirectionalCheck", "DirectionalProbe", "directional_estimate", "probe_direction"]
@@ -150,4 +150,4 @@ def directional_estimate(
         gain=1.0 / m,
         consistent=consistent,
         scale=max(abs(probe.analytic), abs(numerical), own_scale),
-    ).estimate(())
+    ).estimate((), DirectionalEstimate)

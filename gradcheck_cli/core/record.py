@@ -10,6 +10,8 @@ from collections.abc import Sequence
 __all__ = [
     "Record",
     "field_names",
+    "json_fields",
+    "JSON_KEYS",
     "records_from_rows",
     "json_ready",
     "float_bits",
@@ -89,16 +91,39 @@ def records_from_rows(cls, rows) -> list:
 
 
 class Record:
-    """The mixin of every result, a ``@dataclass(frozen=True)``: ``to_dict()`` of its fields, JSON-ready."""
+    """The mixin of every result, a ``@dataclass(frozen=True)``: ``to_dict()`` of its fields, JSON-ready.
+
+    A record's JSON keys are the words its text prints (``key=value``), one vocabulary for both: a
+    field's own name, unless :data:`JSON_KEYS` (every record) or the class's ``json_keys`` names it
+    otherwise (the chapter's ``point`` is ``theta``, as the chapter's lines print it).
+    """
 
     __slots__ = ()  # so that a result declared with slots=True has no instance dictionary
 
-    def to_dict(self) -> dict:
-        """``{field name: json_ready(value)}`` in field order."""
-        return {name: json_ready(getattr(self, name)) for name in field_names(type(self))}
+    #: Field name → JSON key, where the text prints another word than the field's name.
+    json_keys = {}
 
+    def to_dict(self) -> dict:
+        """``{JSON key: json_ready(value)}`` in field order."""
+        return {key: json_ready(getattr(self, name)) for name, key in json_fields(type(self))}
+
+
+#: The JSON keys of every record whose field of that name the text prints by another word.
+JSON_KEYS = {"passed": "pass"}
 
 _FIELD_NAMES = {}
+_JSON_FIELDS = {}
+
+
+def json_fields(cls) -> tuple:
+    """``(field name, JSON key)`` of each of a record class's fields, in order (read once per class)."""
+    fields = _JSON_FIELDS.get(cls)
+    if fields is None:
+        own = getattr(cls, "json_keys", {})
+        fields = _JSON_FIELDS[cls] = tuple(
+            (name, own.get(name, JSON_KEYS.get(name, name))) for name in field_names(cls)
+        )
+    return fields
 
 
 def field_names(cls) -> tuple:

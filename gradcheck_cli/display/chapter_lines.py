@@ -64,12 +64,12 @@ def difference_lines(label: str, difference) -> list:
     ]
 
 
-def comparison_line(label: str, comparison, value=value_text, passed: str = "pass") -> str:
+def comparison_line(label: str, comparison, value=value_text) -> str:
     """A GradientComparison as the chapter's ``wrong candidate:`` line."""
     c = comparison
     return (
         f"{label}: analytic={value(c.analytic)} scaled_error={error_text(c.scaled_error)} "
-        f"tolerance={error_text(c.tolerance)} {passed}={bool_text(c.passed)}"
+        f"tolerance={error_text(c.tolerance)} pass={bool_text(c.passed)}"
     )
 
 
@@ -82,11 +82,12 @@ def check_lines(label: str, check, candidate_label: str = None) -> list:
 
 
 def coordinate_check_lines(label: str, record) -> list:
-    """A check's coordinate as the chapter prints it, its ``pass=`` named ``chapter_pass=`` (the
-    chapter's scaled error, not the coordinate's verdict) and small gradients in scientific notation."""
+    """A check's coordinate as the chapter prints it (its ``pass=`` is the chapter's scaled error against
+    the tolerance, not the coordinate's verdict, which its own line gives), small gradients in scientific
+    notation."""
     return [
         *difference_lines(label, record.difference),
-        comparison_line(f"{label} candidate", record.comparison, magnitude_text, "chapter_pass"),
+        comparison_line(f"{label} candidate", record.comparison, magnitude_text),
     ]
 
 

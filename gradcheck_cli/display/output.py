@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from ..core.record import Record, field_names, json_ready
+from ..core.record import Record, json_fields, json_ready
 
 __all__ = [
     "STREAM_THRESHOLD",
@@ -193,7 +193,7 @@ def _fields(value):
     if isinstance(value, dict):  # keys as json_ready makes them: str(key), the last of equal ones kept
         return list({str(key): item for key, item in value.items()}.items()) or None
     if isinstance(value, Record):
-        return [(name, getattr(value, name)) for name in field_names(type(value))]
+        return [(key, getattr(value, name)) for name, key in json_fields(type(value))]
     if hasattr(value, "to_dict") and not isinstance(value, (str, int, float, list, tuple)):
         return _fields(value.to_dict())
     return None

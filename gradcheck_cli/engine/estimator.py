@@ -69,7 +69,21 @@ class ProbeGeometry(Record):
 
 @dataclass(frozen=True)
 class CentralDifference(Record):
-    """One three-point derivative estimate with all of its evidence."""
+    """One three-point derivative estimate with all of its evidence (the chapter's field names; its JSON
+    keys are the words the chapter's lines print: ``theta``, ``requested_h``, ``actual_h_minus``, ...)."""
+
+    json_keys = {
+        "point": "theta",
+        "requested_step": "requested_h",
+        "minus_point": "theta_minus",
+        "plus_point": "theta_plus",
+        "minus_spacing": "actual_h_minus",
+        "plus_spacing": "actual_h_plus",
+        "minus_value": "f_minus",
+        "center_value": "f_center",
+        "plus_value": "f_plus",
+        "derivative": "numerical",
+    }
 
     point: float
     requested_step: float

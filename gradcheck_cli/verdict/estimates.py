@@ -75,10 +75,10 @@ class EstimateColumns:
     bar: np.ndarray
     consistent: np.ndarray
 
-    def estimate(self, k: int) -> JudgedEstimate:
-        """The k-th estimate as a record."""
+    def estimate(self, k: int, record=JudgedEstimate) -> JudgedEstimate:
+        """The k-th estimate as a record (of class ``record``, a JudgedEstimate)."""
         rounding, jitter, total = float(self.rounding[k]), float(self.jitter[k]), float(self.bar[k])
-        return JudgedEstimate(
+        return record(
             step=float(self.step[k]),
             analytic=float(self.analytic[k]),
             numerical=float(self.numerical[k]),

@@ -24,6 +24,7 @@ __all__ = [
     "KINK",
     "ErrorBar",
     "JudgedEstimate",
+    "DirectionalEstimate",
     "Judgement",
     "Resolution",
     "Standard",
@@ -95,6 +96,14 @@ class JudgedEstimate(Record):
     def consistent(self) -> bool:
         """``slopes_consistent``, by the name the estimates' columns give it."""
         return self.slopes_consistent
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionalEstimate(JudgedEstimate):
+    """A directional test's JudgedEstimate, whose ``step`` is the direction's multiplier: so named in
+    its JSON, as the text prints it (``multiplier=``)."""
+
+    json_keys = {"step": "multiplier"}
 
 
 @dataclass(frozen=True)
