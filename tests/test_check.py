@@ -1152,7 +1152,23 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 
 
 # The whole-array passes (directional test, direction scale, largest entries) go a block at a
-# time; below, each is compared bit for bit with a straightforward whole-array reference.
+# time; below, each is compared bit for bit with a straightforward whole-array reference, whose
+# sums are taken in the documented order (docs/method.md, "Sums") from the whole array's products.
+
+
+def _sum_in_blocks(values: np.ndarray) -> float:
+    """Σ values in gradcheck's order: each block's np.add.reduce, the blocks' sums up the halving tree."""
+    from gradcheck_cli.blocks import block_bounds, tree_sum
+
+    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    return tree_sum([float(np.add.reduce(values[a:b])) for a, b in block_bounds(values.size)], values.size)
+
+
+def _within_the_pairwise_bound(total: float, values: np.ndarray) -> bool:
+    """|total − Σ values| ≤ (⌈log₂ N⌉ + 32)·2⁻⁵³·Σ|values|, Σ exact (math.fsum): docs/method.md's bound."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    bound = (math.ceil(math.log2(max(values.size, 2))) + 32) * 2.0**-53 * math.fsum(np.abs(values).tolist())
+    return abs(total - math.fsum(values.tolist())) <= bound
 
 
 def _reference_direction(w, g, step, multiplier=1.0):
@@ -1174,14 +1190,15 @@ def _reference_direction(w, g, step, multiplier=1.0):
     shifts = plus.astype(np.float64) - minus.astype(np.float64)
     products = np.multiply(g, shifts)
     return {
+        "products": products,
         "plus": plus,
         "minus": minus,
         "shifts": shifts,
         "moved": int(
             np.count_nonzero(plus.astype(np.float64) != exact) + np.count_nonzero(minus.astype(np.float64) != exact)
         ),
-        "dot": float(np.sum(products)),
-        "norm": math.sqrt(float(np.sum(products * products))),
+        "dot": _sum_in_blocks(products),
+        "norm": math.sqrt(_sum_in_blocks(products * products)),
     }
 
 
@@ -1261,6 +1278,7 @@ def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype
     assert directional.minus_value == objective({"w": reference["minus"]})
     first = directional.estimates[0]
     assert first.analytic == reference["dot"] / 2
+    assert _within_the_pairwise_bound(2 * first.analytic, reference["products"])
     scale = _reference_direction_scale(g, reference["shifts"], report.parameters[0].checks)
     assert first.scale == pytest.approx(max(abs(first.analytic), abs(first.numerical), scale), rel=1e-13)
 
