@@ -5,7 +5,6 @@ import math
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
+from extras import bfloat16, with_module
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
 from gradcheck_cli.chapter.dtypes import PROBE_DTYPES
 from gradcheck_cli.chapter.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
@@ -637,7 +637,7 @@ def test_the_objectives_exception_propagates_unchanged():
     assert caught.value is boom and parameters["w"].tobytes() == before
 
 
-dtypes = st.sampled_from([np.float64, np.float32, ml_dtypes.bfloat16])
+dtypes = st.sampled_from([np.float64, np.float32] + ([bfloat16] if bfloat16 else []))
 elements = st.floats(min_value=-1e4, max_value=1e4, allow_subnormal=True, width=32)
 
 
@@ -1227,8 +1227,10 @@ def _layout(values: np.ndarray, layout: str, dtype, tmp_path):
 
 
 BLOCKED_CASES = [
-    (dtype, shape, layout, step, bug)
-    for dtype in (np.float64, np.float32, ml_dtypes.bfloat16)
+    with_module("ml_dtypes", dtype, shape, layout, step, bug)
+    if dtype is bfloat16
+    else (dtype, shape, layout, step, bug)
+    for dtype in (np.float64, np.float32, bfloat16)
     for shape, layout in [
         ((), "contiguous"),
         ((7,), "contiguous"),
@@ -1247,7 +1249,7 @@ BLOCKED_CASES = [
 def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype, shape, layout, step, bug, tmp_path):
     import hashlib
 
-    if step is not None and dtype is ml_dtypes.bfloat16:
+    if step is not None and dtype is bfloat16:
         step = 0.25  # 0.01 rounds back to θ in bfloat16's 8 bits
     rng = np.random.default_rng(sum(shape) + len(layout))
     w = _layout(rng.standard_normal(shape) * 2, layout, dtype, tmp_path)
@@ -1334,7 +1336,7 @@ def test_the_norms_of_a_gradient_whose_squares_overflow_or_underflow_are_taken_s
     assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided", "bfloat16"])
+@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided", with_module("ml_dtypes", "bfloat16")])
 @pytest.mark.parametrize("during", ["plus", "minus"])
 def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_overwritten(layout, during):
     """θ₋ is computed from the θ₊ the array holds: where the objective changed θ₊ in place during its
@@ -1343,7 +1345,7 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
     from gradcheck_cli.blocks import BLOCK
     from gradcheck_cli.errors import ParameterChanged
 
-    dtype = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}.get(layout, np.float64)
+    dtype = {"float32": np.float32, "bfloat16": bfloat16}.get(layout, np.float64)
     base = np.linspace(-1.0, 1.0, 2 * (2 * BLOCK + 9)).astype(dtype)
     x = base[::2] if layout == "strided" else base[: 2 * BLOCK + 9]
     before, original, directions = base.tobytes(), np.array(x, dtype=np.float64), []
@@ -1366,7 +1368,7 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
     assert base.tobytes() == before
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, with_module("ml_dtypes", bfloat16, id="bfloat16")])
 def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(dtype):
     """Where every |θ_i| of a block is at most 1 (read in the pass that takes the snapshot), Δ_i there is
     s_i·u itself: max(1, |θ_i|)·x is x. The probes are the whole-array reference's, bit for bit."""
@@ -1398,7 +1400,7 @@ def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(d
     assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, with_module("ml_dtypes", bfloat16, id="bfloat16")])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     from gradcheck_cli.chapter.dtypes import probe_dtype

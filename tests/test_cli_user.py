@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from extras import require
 from gradcheck_cli import check, formatting, output, render
 from gradcheck_cli.advice import advise_problem_steps, advise_step
 from gradcheck_cli.chapter import fixtures
@@ -783,7 +784,7 @@ def assert_image(path: Path, suffix: str):
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_scan_plot_writes_a_valid_image_and_still_prints_the_results(tmp_path, suffix):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     path = tmp_path / f"scan{suffix}"
     result = invoke("scan", "--advise", "--plot", str(path))
     assert result.exit_code == EXIT_OK
@@ -794,7 +795,7 @@ def test_scan_plot_writes_a_valid_image_and_still_prints_the_results(tmp_path, s
 
 @pytest.mark.parametrize("suffix", [".png", ".SVG"])
 def test_taylor_plot_writes_a_valid_image(tmp_path, suffix):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     path = tmp_path / f"remainder{suffix}"
     result = invoke("taylor", WRONG_MLP, "--plot", str(path), "--json")
     assert result.exit_code == EXIT_CANDIDATE_FAILED
@@ -830,7 +831,7 @@ def test_without_matplotlib_a_plot_is_one_line_and_no_work(monkeypatch, tmp_path
 
 
 def test_a_plot_that_cannot_be_written_is_one_line_and_exit_2(tmp_path):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     path = tmp_path / "no" / "such" / "directory" / "scan.png"
     assert_one_line_error(
         invoke("scan", "--plot", str(path)), f"--plot file '{path}' cannot be written: No such file or directory"
@@ -984,7 +985,7 @@ def test_ctrl_c_on_a_terminal_removes_the_progress_bar_then_prints_one_line(tmp_
 
 
 def test_the_torch_example_checks_through_numpy_views():
-    pytest.importorskip("torch")
+    require("torch")
     reference = f"{EXAMPLES / 'torch_mlp.py'}"
     assert invoke("check", f"{reference}:problem").exit_code == EXIT_OK
     wrong = invoke("check", f"{reference}:wrong_problem")

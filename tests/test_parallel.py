@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extras import require
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients, check_problem
 from gradcheck_cli.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED
@@ -528,7 +529,7 @@ def bounded(call, seconds=120.0):
 def cluster():
     """A real dask.distributed LocalCluster: two worker processes of one thread each, on the loopback
     interface; a worker that dies fails its task at once (no retry on another worker)."""
-    pytest.importorskip("distributed")
+    require("distributed")
     import dask
     import distributed
 
