@@ -2,10 +2,11 @@
 # they do the whole set-up with any Python >= 3.10: when $(PYTHON) is not a virtualenv (a Linux
 # distribution's /usr/bin/python3 refuses pip installs, PEP 668), they create .venv with it and
 # install and run there; a virtualenv's (or pyenv's virtualenv's) python is used as it is.
-# VENV names that virtualenv: .ci/run's second leg is `make test PYTHON=python3.10 VENV=.venv310 EXTRAS=test`.
+# VENV names that virtualenv: .ci/run's second run is `make test PYTHON=python3.10 VENV=.venv310 EXTRAS=test`.
+# Only the command line sets it, not the environment, where make puts it for the tests' own make runs.
 PYTHON ?= python3
 EXTRAS ?= test,bfloat16,plot
-VENV ?= .venv
+VENV := .venv
 
 .PHONY: install run test golden startup bench clean python
 .DEFAULT_GOAL := install
