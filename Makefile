@@ -83,7 +83,7 @@ startup: $(STAMP)
 	@echo "gradcheck quadratic imports neither numpy nor rich"
 
 clean:
-	rm -rf .installed .venv .venv310 $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf .installed $(sort .venv .venv310 $(VENV)) build *.egg-info .pytest_cache .hypothesis
 
 # Measure start-up, harness overhead, scale and peers; prints figures and ratios, asserts no times.
 bench: $(STAMP)
