@@ -2,20 +2,24 @@
 # they do the whole set-up with any Python >= 3.10: when $(PYTHON) is not a virtualenv (a Linux
 # distribution's /usr/bin/python3 refuses pip installs, PEP 668), they create .venv with it and
 # install and run there; a virtualenv's (or pyenv's virtualenv's) python is used as it is.
+# VENV names that virtualenv: .ci/run's second run is `make test PYTHON=python3.10 VENV=.venv310 EXTRAS=test`.
+# Only the command line sets it, not the environment, where make puts it for the tests' own make runs.
 PYTHON ?= python3
 EXTRAS ?= test,bfloat16,plot
 VENV := .venv
-STAMP := .installed
 
 .PHONY: install run test golden startup bench clean python
 .DEFAULT_GOAL := install
 
+# The install stamp lives in the virtualenv make creates, so that each has its own and a new one has none.
 ifeq ($(shell $(PYTHON) -c "import sys; print(sys.prefix != sys.base_prefix)" 2>/dev/null),True)
 PY := $(PYTHON)
 MAKE_VENV :=
+STAMP := .installed
 else
 PY := $(VENV)/bin/python
 MAKE_VENV := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
 endif
 
 # The stamp only says pip ran; it is dropped (and pip runs again) unless $(PY) imports
@@ -79,7 +83,7 @@ startup: $(STAMP)
 	@echo "gradcheck quadratic imports neither numpy nor rich"
 
 clean:
-	rm -rf $(STAMP) $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf .installed $(sort .venv .venv310 $(VENV)) build *.egg-info .pytest_cache .hypothesis
 
 # Measure start-up, harness overhead, scale and peers; prints figures and ratios, asserts no times.
 bench: $(STAMP)

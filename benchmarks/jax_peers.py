@@ -33,7 +33,7 @@ from _common import header, seconds
 try:
     import jax
 except ImportError:
-    print("jax_peers.py: jax is not installed (pip install -e '.[jax]'); nothing to compare")
+    print("jax_peers.py: jax is not installed (pip install jax==0.6.2, the CPU build); nothing to compare")
     sys.exit(0)
 
 jax.config.update("jax_enable_x64", True)

@@ -540,7 +540,10 @@ def json_ready(value):
 def main(argv=None) -> int:
     arguments = parse_arguments(argv)
     if torch is None:
-        print("torch is not installed: nothing to benchmark (pip install torch expecttest)", file=sys.stderr)
+        print(
+            "torch is not installed: nothing to benchmark (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu; pip install expecttest)",
+            file=sys.stderr,
+        )
         return 2
     warnings.simplefilter("ignore")
     threads = torch.get_num_threads() if arguments.jobs == 1 else 1

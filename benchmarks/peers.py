@@ -263,7 +263,9 @@ def print_setting(problem, n: int) -> tuple:
         + "), O(n) per evaluation"
     )
     if torch is None:
-        print("torch not installed: torch.autograd.gradcheck not measured (pip install torch to include it)")
+        print(
+            "torch not installed: torch.autograd.gradcheck not measured (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu to include it)"
+        )
     numpy_cost, torch_cost = call_cost(problem)
     print(
         f"one evaluation at n={n}: numpy {seconds(numpy_cost)}"

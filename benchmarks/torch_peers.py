@@ -34,7 +34,9 @@ from _common import header, interleaved, median, seconds
 try:
     import torch
 except ImportError:
-    print("torch_peers.py: torch is not installed (pip install -e '.[torch]'); nothing to compare")
+    print(
+        "torch_peers.py: torch is not installed (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, its CPU build); nothing to compare"
+    )
     sys.exit(0)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))

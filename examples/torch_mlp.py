@@ -1,7 +1,7 @@
 """A torch MLP on the CPU, checked with gradcheck_cli.torch.check_module (needs torch).
 
 torch is not a dependency of gradcheck; this example needs it installed
-(the CPU build is enough: pip install -e '.[torch]'). The output layer is a
+(its CPU build is enough, installed as docs/torch.md shows). The output layer is a
 custom ``torch.autograd.Function`` with a hand-written backward: the code a
 gradient check is for. :func:`~gradcheck_cli.torch.module_problem` turns the
 model and its loss into a problem whose parameters are views of the model's

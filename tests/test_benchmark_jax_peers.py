@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jax", reason="the JAX benchmark needs jax (optional)")
+from extras import require
+
+require("jax")
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MUTATIONS = {"none", "×2", "sign", "transpose", "largest ×2"}

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="the OpInfo benchmark needs torch (optional)")
-pytest.importorskip("expecttest", reason="torch's OpInfo database imports expecttest")
+from extras import require
+
+torch = require("torch")
+require("expecttest")
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MUTATIONS = {"none", "double", "sign", "shift", "one-double", "one-shift"}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from extras import require
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -32,7 +32,7 @@ def test_prints_each_check_against_its_bare_loop_with_the_goals():
 
 
 def test_peers_projection_section_prints_our_share_outside_the_objective_and_each_peer():
-    pytest.importorskip("scipy")  # the peer it measures against (installed beside jax, not a dependency)
+    require("scipy")  # the peer it measures against (installed beside jax, not a dependency)
     command = [sys.executable, str(BENCHMARKS / "peers.py"), "--projection-only", "--projection-n", "200"]
     command += ["--projection-repeats", "1", "--natural-malloc"]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=BENCHMARKS.parent)

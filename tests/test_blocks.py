@@ -1,4 +1,8 @@
-"""blocks.py: the blocks are numpy's pairwise-summation subtrees, so that sums in blocks are np.sum's."""
+"""blocks.py: the blocks cover a parameter in order, and a sum in blocks is gradcheck's documented
+order (docs/method.md, "Sums"): the halving tree, whose bits the test computes itself, and within
+the pairwise bound of the exact sum (math.fsum) on every numpy."""
+
+import math
 
 import numpy as np
 import pytest
@@ -16,26 +20,73 @@ def test_the_blocks_cover_every_element_once_in_order_none_larger_than_a_block(c
     assert all(0 < stop - start <= BLOCK for start, stop in bounds)
 
 
+def _halving_tree_sum(values: list, block: int) -> float:
+    """The documented order, written out: a run of more than ``block`` values splits at half its length
+    rounded down to a multiple of 8, left sum plus right sum; a block is summed exactly (math.fsum)."""
+    if len(values) <= block:
+        return math.fsum(values)
+    half = len(values) // 2
+    half -= half % 8
+    return _halving_tree_sum(values[:half], block) + _halving_tree_sum(values[half:], block)
+
+
+def _in_blocks(values: np.ndarray, block: int = BLOCK) -> float:
+    """A sum as the passes take it: each block's np.add.reduce, the blocks' sums added by tree_sum."""
+    parts = [float(np.add.reduce(values[start:stop])) for start, stop in block_bounds(values.size, block)]
+    return tree_sum(parts, values.size, block)
+
+
+def _pairwise_bound(values: np.ndarray) -> float:
+    """(⌈log₂ N⌉ + 32)·2⁻⁵³·Σ|x_i|: docs/method.md's bound on a sum in blocks, whatever numpy adds a block in."""
+    return (math.ceil(math.log2(max(values.size, 2))) + 32) * 2.0**-53 * math.fsum(np.abs(values).tolist())
+
+
+def _values(count: int, seed: int, spread: int) -> np.ndarray:
+    """Normal values scaled by 2^k, k uniform in [-spread, spread]: wide ranges and cancellation."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(count) * np.exp2(rng.integers(-spread, spread + 1, count))
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     count=st.integers(1, 5000),
-    block=st.sampled_from([128, 256, 1000]),
+    block=st.sampled_from([16, 128, 256, 1000]),
     seed=st.integers(0, 2**32 - 1),
     spread=st.integers(0, 60),
 )
-def test_a_sum_in_blocks_is_numpys_sum_of_the_whole_array_bit_for_bit(count, block, seed, spread):
-    rng = np.random.default_rng(seed)
-    values = rng.standard_normal(count) * np.exp2(rng.integers(-spread, spread + 1, count))
-    parts = [np.sum(values[start:stop]) for start, stop in block_bounds(count, block)]
-    assert np.float64(tree_sum(parts, count, block)).tobytes() == np.sum(values).tobytes()
+def test_tree_sum_adds_the_blocks_up_the_documented_halving_tree_bit_for_bit(count, block, seed, spread):
+    values = _values(count, seed, spread).tolist()
+    parts = [math.fsum(values[start:stop]) for start, stop in block_bounds(count, block)]
+    assert tree_sum(parts, count, block) == _halving_tree_sum(values, block)
 
 
-def test_a_plain_sum_of_the_blocks_would_differ():
-    """The tree is what makes the sums equal: adding the blocks left to right does not."""
+def test_the_tree_is_not_the_blocks_added_left_to_right():
+    """The halving tree is what tree_sum follows: adding the blocks left to right gives other bits."""
     values = np.random.default_rng(3).standard_normal(100_000) * 1e3
-    parts = [np.sum(values[start:stop]) for start, stop in block_bounds(values.size, 128)]
-    assert tree_sum(parts, values.size, 128) == np.sum(values)
-    assert sum(parts) != np.sum(values)
+    parts = [math.fsum(values[start:stop].tolist()) for start, stop in block_bounds(values.size, 128)]
+    assert tree_sum(parts, values.size, 128) == _halving_tree_sum(values.tolist(), 128)
+    assert sum(parts) != tree_sum(parts, values.size, 128)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    count=st.sampled_from([1, 7, 8, 127, 129, 8191, 8193, 20_000, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 300_007]),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.integers(0, 60),
+)
+def test_a_sum_in_blocks_is_within_the_pairwise_bound_of_the_exact_sum(count, seed, spread):
+    values = _values(count, seed, spread)
+    assert abs(_in_blocks(values) - math.fsum(values.tolist())) <= _pairwise_bound(values)
+
+
+def test_a_sum_left_to_right_would_break_the_bound():
+    """1 and then 2²⁰ − 1 halves of its half-ulp: added left to right, each is lost; in blocks, they are
+    summed among themselves first. The bound tells the two apart."""
+    values = np.full(2**20, 2.0**-54)
+    values[0] = 1.0
+    exact = math.fsum(values.tolist())
+    assert abs(_in_blocks(values) - exact) <= _pairwise_bound(values)
+    assert abs(float(np.add.accumulate(values)[-1]) - exact) > 1000 * _pairwise_bound(values)  # each sum rounded
 
 
 class _Subclass(np.ndarray):

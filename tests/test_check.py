@@ -5,7 +5,6 @@ import math
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradcheck_cli
+from extras import bfloat16, with_module
 from gradcheck_cli import GradientProblem, check_gradients, check_problem, sampled_tensor_gradient_check
 from gradcheck_cli.chapter.nll import TARGETS, chapter_logits, hand_derived_nll_gradient, indexed_mean_nll
 from gradcheck_cli.check import ALL_COORDINATES
@@ -637,7 +637,7 @@ def test_the_objectives_exception_propagates_unchanged():
     assert caught.value is boom and parameters["w"].tobytes() == before
 
 
-dtypes = st.sampled_from([np.float64, np.float32, ml_dtypes.bfloat16])
+dtypes = st.sampled_from([np.float64, np.float32] + ([bfloat16] if bfloat16 else []))
 elements = st.floats(min_value=-1e4, max_value=1e4, allow_subnormal=True, width=32)
 
 
@@ -1152,7 +1152,23 @@ def test_the_directional_scale_is_read_from_the_numerical_side_not_from_the_grad
 
 
 # The whole-array passes (directional test, direction scale, largest entries) go a block at a
-# time; below, each is compared bit for bit with a straightforward whole-array reference.
+# time; below, each is compared bit for bit with a straightforward whole-array reference, whose
+# sums are taken in the documented order (docs/method.md, "Sums") from the whole array's products.
+
+
+def _sum_in_blocks(values: np.ndarray) -> float:
+    """Σ values in gradcheck's order: each block's np.add.reduce, the blocks' sums up the halving tree."""
+    from gradcheck_cli.engine.blocks import block_bounds, tree_sum
+
+    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    return tree_sum([float(np.add.reduce(values[a:b])) for a, b in block_bounds(values.size)], values.size)
+
+
+def _within_the_pairwise_bound(total: float, values: np.ndarray) -> bool:
+    """|total − Σ values| ≤ (⌈log₂ N⌉ + 32)·2⁻⁵³·Σ|values|, Σ exact (math.fsum): docs/method.md's bound."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    bound = (math.ceil(math.log2(max(values.size, 2))) + 32) * 2.0**-53 * math.fsum(np.abs(values).tolist())
+    return abs(total - math.fsum(values.tolist())) <= bound
 
 
 def _reference_direction(w, g, step, multiplier=1.0):
@@ -1174,14 +1190,15 @@ def _reference_direction(w, g, step, multiplier=1.0):
     shifts = plus.astype(np.float64) - minus.astype(np.float64)
     products = np.multiply(g, shifts)
     return {
+        "products": products,
         "plus": plus,
         "minus": minus,
         "shifts": shifts,
         "moved": int(
             np.count_nonzero(plus.astype(np.float64) != exact) + np.count_nonzero(minus.astype(np.float64) != exact)
         ),
-        "dot": float(np.sum(products)),
-        "norm": math.sqrt(float(np.sum(products * products))),
+        "dot": _sum_in_blocks(products),
+        "norm": math.sqrt(_sum_in_blocks(products * products)),
     }
 
 
@@ -1210,8 +1227,10 @@ def _layout(values: np.ndarray, layout: str, dtype, tmp_path):
 
 
 BLOCKED_CASES = [
-    (dtype, shape, layout, step, bug)
-    for dtype in (np.float64, np.float32, ml_dtypes.bfloat16)
+    with_module("ml_dtypes", dtype, shape, layout, step, bug)
+    if dtype is bfloat16
+    else (dtype, shape, layout, step, bug)
+    for dtype in (np.float64, np.float32, bfloat16)
     for shape, layout in [
         ((), "contiguous"),
         ((7,), "contiguous"),
@@ -1230,7 +1249,7 @@ BLOCKED_CASES = [
 def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype, shape, layout, step, bug, tmp_path):
     import hashlib
 
-    if step is not None and dtype is ml_dtypes.bfloat16:
+    if step is not None and dtype is bfloat16:
         step = 0.25  # 0.01 rounds back to θ in bfloat16's 8 bits
     rng = np.random.default_rng(sum(shape) + len(layout))
     w = _layout(rng.standard_normal(shape) * 2, layout, dtype, tmp_path)
@@ -1261,6 +1280,7 @@ def test_the_directional_test_in_blocks_is_the_whole_array_one_bit_for_bit(dtype
     assert directional.minus_value == objective({"w": reference["minus"]})
     first = directional.estimates[0]
     assert first.analytic == reference["dot"] / 2
+    assert _within_the_pairwise_bound(2 * first.analytic, reference["products"])
     scale = _reference_direction_scale(g, reference["shifts"], report.parameters[0].checks)
     assert first.scale == pytest.approx(max(abs(first.analytic), abs(first.numerical), scale), rel=1e-13)
 
@@ -1316,7 +1336,7 @@ def test_the_norms_of_a_gradient_whose_squares_overflow_or_underflow_are_taken_s
     assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided", "bfloat16"])
+@pytest.mark.parametrize("layout", ["contiguous", "float32", "strided", with_module("ml_dtypes", "bfloat16")])
 @pytest.mark.parametrize("during", ["plus", "minus"])
 def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_overwritten(layout, during):
     """θ₋ is computed from the θ₊ the array holds: where the objective changed θ₊ in place during its
@@ -1325,7 +1345,7 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
     from gradcheck_cli.engine.blocks import BLOCK
     from gradcheck_cli.errors import ParameterChanged
 
-    dtype = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}.get(layout, np.float64)
+    dtype = {"float32": np.float32, "bfloat16": bfloat16}.get(layout, np.float64)
     base = np.linspace(-1.0, 1.0, 2 * (2 * BLOCK + 9)).astype(dtype)
     x = base[::2] if layout == "strided" else base[: 2 * BLOCK + 9]
     before, original, directions = base.tobytes(), np.array(x, dtype=np.float64), []
@@ -1348,7 +1368,7 @@ def test_an_objective_that_changes_the_directions_probe_in_place_is_caught_or_ov
     assert base.tobytes() == before
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, with_module("ml_dtypes", bfloat16, id="bfloat16")])
 def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(dtype):
     """Where every |θ_i| of a block is at most 1 (read in the pass that takes the snapshot), Δ_i there is
     s_i·u itself: max(1, |θ_i|)·x is x. The probes are the whole-array reference's, bit for bit."""
@@ -1380,7 +1400,7 @@ def test_blocks_whose_every_theta_is_within_one_take_the_unit_step_bit_for_bit(d
     assert probe.analytic == reference["dot"] / 2 and w.tobytes() == saved.tobytes()
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, with_module("ml_dtypes", bfloat16, id="bfloat16")])
 @pytest.mark.parametrize("multiplier", [1.0, 0.1, 10.0])
 def test_probe_direction_in_blocks_is_the_whole_array_one(dtype, multiplier):
     from gradcheck_cli.check.directional import probe_direction

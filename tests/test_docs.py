@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from extras import reason
 from gradcheck_cli.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +89,7 @@ def test_every_subcommand_is_shown_in_a_session():
 def test_every_session_prints_what_it_shows(session, monkeypatch):
     """Each shown line is in the real output; a line ending in '...' is a prefix; '...' alone skips."""
     if "examples/torch_" in session["command"] and not HAS_TORCH:
-        pytest.skip("this session checks torch code, and torch is not installed: pip install -e '.[torch]'")
+        pytest.skip(f"this session checks torch code, and {reason('torch')}")
     monkeypatch.chdir(ROOT)
     result = invoke(*shlex.split(session["command"])[1:])
     actual = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
@@ -175,7 +176,7 @@ def _doctests():
 @pytest.mark.parametrize("source", _doctests())
 def test_every_doctest_in_the_docs_passes(source, monkeypatch):
     if "import torch" in source and not HAS_TORCH:
-        pytest.skip("this doctest runs torch code, and torch is not installed (README: Checking torch code)")
+        pytest.skip(f"this doctest runs torch code, and {reason('torch')}")
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT))  # as python started in the repository's root has it
     test = doctest.DocTestParser().get_doctest(source, {}, "docs", None, 0)
@@ -201,7 +202,7 @@ def _scripts_with_output():
 def test_every_script_in_the_docs_prints_what_its_comments_show(source, monkeypatch):
     for module, present in (("torch", HAS_TORCH), ("jax", HAS_JAX)):
         if f"import {module}" in source and not present:
-            pytest.skip(f"this script runs {module} code, and {module} is not installed")
+            pytest.skip(f"this script runs {module} code, and {reason(module)}")
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT))  # as python started in the repository's root has it
     printed = io.StringIO()

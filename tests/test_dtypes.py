@@ -3,12 +3,12 @@
 import math
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from extras import bfloat16, needs, require, with_module
 from gradcheck_cli import check_gradients, sampled_tensor_gradient_check
 from gradcheck_cli.engine.dtypes import PROBE_DTYPES, dtype_perturbations, probe_dtype
 from gradcheck_cli.engine.estimator import perturbations
@@ -21,7 +21,7 @@ from gradcheck_cli.errors import (
 )
 
 FLOAT64, FLOAT32, BFLOAT16 = PROBE_DTYPES["float64"], PROBE_DTYPES["float32"], PROBE_DTYPES["bfloat16"]
-NUMPY_TYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
+NUMPY_TYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": bfloat16}
 
 
 def stored(value, name):
@@ -32,15 +32,9 @@ def stored(value, name):
 # --- the formats -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name, info",
-    [
-        ("float64", np.finfo(np.float64)),
-        ("float32", np.finfo(np.float32)),
-        ("bfloat16", ml_dtypes.finfo(ml_dtypes.bfloat16)),
-    ],
-)
-def test_formats_match_numpy_and_ml_dtypes(name, info):
+@pytest.mark.parametrize("name", ["float64", "float32", with_module("ml_dtypes", "bfloat16")])
+def test_formats_match_numpy_and_ml_dtypes(name):
+    info = require("ml_dtypes").finfo(bfloat16) if name == "bfloat16" else np.finfo(NUMPY_TYPES[name])
     fmt = probe_dtype(NUMPY_TYPES[name])
     assert fmt.name == name
     assert fmt.significand_bits == info.nmant + 1
@@ -114,6 +108,7 @@ def test_float32_minus_probe_halfway_case():
     assert FLOAT32.round_exact(Fraction(1) - Fraction(step)) == 1.0 - 2.0**-24
 
 
+@needs("ml_dtypes")
 def test_bfloat16_probe_halfway_case_whatever_the_conversion_does():
     # θ = 1, h = 2⁻⁸ + 2⁻⁶⁰: exact 1 + h is above the bfloat16 halfway point 1 + 2⁻⁸, so the correct
     # probe is 1 + 2⁻⁷. The f64 sum is the tie 1 + 2⁻⁸ itself; any conversion of it gives 1.0.
@@ -122,13 +117,14 @@ def test_bfloat16_probe_halfway_case_whatever_the_conversion_does():
     assert dtype_perturbations(1.0, step, BFLOAT16).plus_point == 1.0 + 2.0**-7
 
 
+@needs("ml_dtypes")
 def test_bfloat16_probes_never_depend_on_how_ml_dtypes_converts_float64():
     # Why dtypes.py never hands an unrounded f64 to ml_dtypes: 1 + 2⁻⁸ + 2⁻³⁰ is an f64 above the
     # bfloat16 halfway point 1 + 2⁻⁸, so bfloat16's nearest value is 1 + 2⁻⁷. ml_dtypes up to 0.6
     # rounds to float32 first (2⁻³⁰ is below half a float32 ulp: the tie 1 + 2⁻⁸), then to even:
     # 1.0; 0.7 rounds once. The probes come from the exact rounding either way.
     value = 1.0 + 2.0**-8 + 2.0**-30
-    assert float(np.asarray(value).astype(ml_dtypes.bfloat16)) in (1.0, 1.0 + 2.0**-7)
+    assert float(np.asarray(value).astype(bfloat16)) in (1.0, 1.0 + 2.0**-7)
     assert BFLOAT16.round_exact(Fraction(value)) == 1.0 + 2.0**-7
     assert dtype_perturbations(1.0, 2.0**-8 + 2.0**-30, BFLOAT16).plus_point == 1.0 + 2.0**-7
 
@@ -153,12 +149,13 @@ def test_overflow_at_exactly_half_an_ulp_above_the_largest_float32():
     assert FLOAT32.round_exact(-Fraction(largest) - Fraction(2.0**103)) == -math.inf
 
 
+@needs("ml_dtypes")
 def test_bfloat16_probe_that_rounds_back_is_the_chapters_error():
     # bfloat16 spacing just below 1 is 2⁻⁸ ≈ 3.9e-3: a step of 1e-3 is less than half of it.
     with pytest.raises(PerturbationUnchanged) as caught:
         dtype_perturbations(1.0, 1e-3, BFLOAT16)
     assert str(caught.value) == "minus perturbation from point 1.0 by step 0.001 rounds back to the point"
-    parameters = {"w": np.ones(2, dtype=ml_dtypes.bfloat16)}
+    parameters = {"w": np.ones(2, dtype=bfloat16)}
     calls = []
     with pytest.raises(AtParameter) as caught:
         check_gradients(lambda p: calls.append(1) or 0.0, parameters, {"w": np.zeros(2)}, step=1e-3)
@@ -205,7 +202,7 @@ def nearest_by_bracketing(exact: Fraction, candidate: float, name: str) -> float
     return float(min(finite, key=key))
 
 
-@pytest.mark.parametrize("name", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", ["float32", with_module("ml_dtypes", "bfloat16")])
 @given(data=st.data())
 def test_probes_are_the_nearest_values_of_the_dtype(name, data):
     # Oracle: among a probe and its two neighbours in the dtype (numpy's nextafter), the probe is the
@@ -233,7 +230,7 @@ def test_float64_probes_are_exactly_the_chapters(point, step):
     assert dtype_perturbations(point, step, FLOAT64) == expected
 
 
-@pytest.mark.parametrize("name, smallest", [("float32", 2.0**-36), ("bfloat16", 2.0**-47)])
+@pytest.mark.parametrize("name, smallest", [("float32", 2.0**-36), with_module("ml_dtypes", "bfloat16", 2.0**-47)])
 @given(data=st.data())
 def test_default_step_spacings_are_exact_differences_of_the_stored_values(name, smallest, data):
     # The documented range: exact for θ = 0 and for every |θ| ≥ 2⁻³⁶ (float32) or 2⁻⁴⁷ (bfloat16).
@@ -274,7 +271,7 @@ def test_float32_requested_step_that_is_not_representable_needs_the_actual_spaci
 # --- the tensor check in other dtypes -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", ["float32", with_module("ml_dtypes", "bfloat16")])
 def test_tensor_check_in_low_precision_passes_a_smooth_objective_and_restores(name):
     # f = Σ sin(x) evaluated in f64 from the stored values; the analytic gradient cos(x) is rounded
     # into the same dtype, like a real low-precision backward. Default step and tolerance of the dtype.

@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extras import needs
 from gradcheck_cli import check_problem, load_problem
 from gradcheck_cli.engine.dtypes import PROBE_DTYPES
 from gradcheck_cli.testing import assert_gradients
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (it is not a dependency)")
+needs_torch = needs("torch")
 
 CASES = [
     # (example file, dtype of its parameters, the parameters its wrong variant must fail)

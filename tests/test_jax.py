@@ -15,7 +15,9 @@ import textwrap
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax", reason="jax is an optional extra: pip install -e '.[jax]'")
+from extras import require
+
+jax = require("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 from click.testing import CliRunner  # noqa: E402

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from extras import require
 from gradcheck_cli import check_gradients
 from gradcheck_cli.check.selection import structured_coordinates
 from gradcheck_cli.testing import assert_gradients
@@ -465,7 +466,7 @@ def test_bfloat16_sum_of_squares_fails_a_doubled_or_sign_flipped_gradient(shape,
     error is a gap of |g| itself, beyond 2 bars at h while h/10's bar (1.2 at |f| ≈ 1) is wider than
     the gap: the same number at every step, the gap fails (it was inconclusive before; the coordinates near 0, |g| ≈ 0.2 beside a bar of
     0.13, may stay inconclusive)."""
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ml_dtypes = require("ml_dtypes")
     x = np.random.default_rng(seed).normal(size=shape).astype(ml_dtypes.bfloat16)
     gradient = 2 * x.astype(np.float64)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extras import require
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients, check_problem
 from gradcheck_cli.check.parallel import CHUNKS_PER_WORKER, chunks, worker_count
@@ -530,7 +531,7 @@ def bounded(call, seconds=120.0):
 def cluster():
     """A real dask.distributed LocalCluster: two worker processes of one thread each, on the loopback
     interface; a worker that dies fails its task at once (no retry on another worker)."""
-    pytest.importorskip("distributed")
+    require("distributed")
     import dask
     import distributed
 

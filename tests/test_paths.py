@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from extras import require
 from gradcheck_cli import errors
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli.app import EXIT_INTERRUPTED, main
@@ -302,7 +303,7 @@ def problem():
 
 @posix_only
 def test_3_a_tensor_over_a_read_only_mmap_is_refused_not_a_crash(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     saved = tmp_path / "x.npy"
     np.save(saved, np.linspace(1.0, 2.0, 8))
     original = saved.read_bytes()
@@ -804,7 +805,7 @@ def test_7_odd_problem_functions_and_files_are_one_line_each(odd, tmp_path):
 
 
 def test_7_plot_is_resolved_at_the_start_and_checked_before_the_work(odd, tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
     start.mkdir()
     elsewhere.mkdir()

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pytest
 
+from extras import needs
 from gradcheck_cli.advice.steps import advise_step
 from gradcheck_cli.chapter.fixtures import CUBIC_POINT, cubic, cubic_step_scan
 from gradcheck_cli.display.plotting import (
@@ -34,6 +35,7 @@ from gradcheck_cli.problem import GradientProblem
 from gradcheck_cli.taylor.remainder import check_taylor
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+needs_matplotlib = needs("matplotlib")  # the figures; the text charts and the typed error need none
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +89,7 @@ def _svg_root(path):
     return root
 
 
+@needs_matplotlib
 def test_scan_figure_plots_the_records(records, advice):
     figure = scan_figure(records, advice)
     axes = figure.axes[0]
@@ -106,6 +109,7 @@ def test_scan_figure_plots_the_records(records, advice):
     assert _data(figure, "advised-point") == ([advice.advised_step], [advice.scaled_estimated_error])
 
 
+@needs_matplotlib
 def test_scan_figure_shades_each_records_regime(records):
     figure = scan_figure(records)
     spans = _spans(figure)
@@ -121,12 +125,14 @@ def test_scan_figure_shades_each_records_regime(records):
     assert {"truncation", "converging", "trusted range", "rounding"} <= set(labels)
 
 
+@needs_matplotlib
 def test_advice_alone_shades_the_advice_regimes(advice):
     figure = scan_figure(advice)
     assert len(_spans(figure)) == len(advice.estimates)
     assert not [line for line in figure.axes[0].get_lines() if line.get_gid() in ("scaled-error", "tolerance")]
 
 
+@needs_matplotlib
 def test_zero_errors_are_left_out_of_a_log_axis():
     from gradcheck_cli.chapter.scan import step_scan
 
@@ -137,6 +143,7 @@ def test_zero_errors_are_left_out_of_a_log_axis():
     assert ys == [error for error in errors if error > 0.0]
 
 
+@needs_matplotlib
 def test_taylor_figure_plots_the_points(taylor_result):
     figure = taylor_figure(taylor_result)
     evaluated = [point for point in taylor_result.points if point.state == "ok" and point.absolute_remainder > 0]
@@ -155,12 +162,14 @@ def test_taylor_figure_plots_the_points(taylor_result):
         assert ys[0] * (anchor.step / xs[0]) ** order == pytest.approx(anchor.absolute_remainder, rel=1e-12)
 
 
+@needs_matplotlib
 def test_plot_scan_writes_a_png(tmp_path, records, advice):
     path = tmp_path / "scan.png"
     assert plot_scan(records, path, advice=advice) == "png"
     assert _png_size(path) == (840, 540)  # 7 × 4.5 inches at 120 dpi
 
 
+@needs_matplotlib
 def test_plot_scan_writes_a_deterministic_svg(tmp_path, records, advice):
     first, second = tmp_path / "one.svg", tmp_path / "two.SVG"
     assert plot_scan(records, first, advice=advice) == "svg"
@@ -170,6 +179,7 @@ def test_plot_scan_writes_a_deterministic_svg(tmp_path, records, advice):
     assert b"<dc:date>" not in first.read_bytes()
 
 
+@needs_matplotlib
 def test_plot_taylor_writes_png_and_svg(tmp_path, taylor_result):
     assert plot_taylor(taylor_result, tmp_path / "taylor.png") == "png"
     _png_size(tmp_path / "taylor.png")

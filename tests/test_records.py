@@ -183,6 +183,6 @@ def test_same_array_bits_tells_every_bit_apart_with_or_without_the_c_librarys_me
         second[position] = value
         assert not records.same_array_bits(first, second)
     quiet, signalling = np.array([np.nan]), np.array([np.nan])
-    signalling.view(np.uint64)[0] ^= 1
+    signalling.view(np.uint64)[0] ^= np.uint64(1)  # numpy 1.x does not mix uint64 with a Python int
     assert records.same_array_bits(quiet, quiet.copy()) and not records.same_array_bits(quiet, signalling)
     assert not records.same_array_bits(np.zeros(3), np.zeros(4)) and records.same_array_bits(np.zeros(0), np.zeros(0))

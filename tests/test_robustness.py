@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from extras import installed, reason
 from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_gradients
 from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, main
@@ -315,6 +316,7 @@ def bad(command, phrases, kinds=(), json=True, skip=None):
     return pytest.param(Bad(command, phrases, kinds, json), id=command, marks=marks)
 
 
+NO_MATPLOTLIB = (not installed("matplotlib"), reason("matplotlib"))  # without it, the plot is refused first
 CLICK = "CommandLineError"
 FILE = "InputFileError"
 STEP, POINT, TOLERANCE = "InvalidStep", "NonFinitePoint", "InvalidTolerance"
@@ -403,7 +405,7 @@ SCAN_CASES = [
         "must end in .png or .svg",
         "UnsupportedPlotFormat",
     ),
-    bad("scan --plot {tmp}/no-such-directory/scan.png", "no-such-directory", ()),
+    bad("scan --plot {tmp}/no-such-directory/scan.png", "no-such-directory", (), skip=NO_MATPLOTLIB),
 ]
 
 SAMPLE_CASES = [
@@ -644,7 +646,7 @@ TAYLOR_CASES = _problem_cases("taylor") + [
     bad(f"taylor {GOOD} --seed x", "Invalid value for '--seed': 'x' is not a valid integer.", CLICK),
     bad(f"taylor {GOOD} --seed 1.5", "'1.5' is not a valid integer", CLICK),
     bad(f"taylor {GOOD} --plot {{tmp}}/taylor.txt", "must end in .png or .svg", "UnsupportedPlotFormat"),
-    bad(f"taylor {GOOD} --plot {{tmp}}/no-such-directory/taylor.svg", "no-such-directory", ()),
+    bad(f"taylor {GOOD} --plot {{tmp}}/no-such-directory/taylor.svg", "no-such-directory", (), skip=NO_MATPLOTLIB),
 ]
 
 BATTERY = OUTPUT_OPTION_CASES + SCALAR_CASES + SCAN_CASES + SAMPLE_CASES + NLL_CASES + CHECK_CASES + TAYLOR_CASES

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extras import require
 from gradcheck_cli.chapter.sampled import sampled_tensor_gradient_check
 from gradcheck_cli.check import CoordinateChecks, check_gradients
 from gradcheck_cli.core.record import float_bits, same_bits
@@ -27,7 +28,7 @@ def _bits(values) -> list:
 @st.composite
 def points_and_steps(draw, dtype_name):
     if dtype_name == "bfloat16":
-        ml_dtypes = pytest.importorskip("ml_dtypes")
+        ml_dtypes = require("ml_dtypes")
         dtype, info = np.dtype(ml_dtypes.bfloat16), ml_dtypes.finfo(ml_dtypes.bfloat16)
     else:
         dtype, info = np.dtype(dtype_name), np.finfo(dtype_name)

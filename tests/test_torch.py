@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is an optional extra: pip install -e '.[torch]'")
+from extras import needs, require
+
+torch = require("torch")
 
 from click.testing import CliRunner  # noqa: E402
 
@@ -49,7 +51,7 @@ import torch_functions  # noqa: E402
 from torch_mlp import HandWrittenLinear  # noqa: E402  (its bug: the bias gradient is a mean over the batch)
 
 HAS_ML_DTYPES = importlib.util.find_spec("ml_dtypes") is not None
-needs_ml_dtypes = pytest.mark.skipif(not HAS_ML_DTYPES, reason="bfloat16 needs ml_dtypes: pip install -e '.[bfloat16]'")
+needs_ml_dtypes = needs("ml_dtypes")
 
 # (function, the inputs its bug reaches): see examples/torch_functions.py.
 FUNCTIONS = [

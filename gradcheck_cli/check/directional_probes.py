@@ -3,9 +3,9 @@ and the displacement Δ, θ₊ written and measured, θ₋ written from it, the 
 products (docs/method.md, "The directional test").
 
 Every pass holds a few block temporaries (:mod:`gradcheck_cli.engine.blocks`) beside the arrays. Σ a·s and
-Σ (a·s)² are numpy's pairwise sums of the whole array, to the last bit; the direction scale's sum
-adds its blocks' sums exactly (math.fsum); where a sum of squares cannot be trusted, each norm is
-taken again, scaled by its largest term.
+Σ (a·s)² are summed in the blocks' order (block sums added up their halving tree); the direction
+scale's sum adds its blocks' sums exactly (math.fsum); where a sum of squares cannot be trusted,
+each norm is taken again, scaled by its largest term.
 """
 
 from __future__ import annotations
@@ -354,7 +354,7 @@ def _block_comparison(target: FlatBlocks, source: FlatBlocks) -> Callable[[int, 
 
 
 def _block_sums(shifts: np.ndarray, gradient: FlatBlocks, start: int, buffers: _Buffers, scale=None):
-    """(Σ a·s, Σ (a·s)²) of one block of shifts s = θ₊ − θ₋, numpy's pairwise sums (and the block's
+    """(Σ a·s, Σ (a·s)²) of one block of shifts s = θ₊ − θ₋, each ``np.add.reduce`` (and the block's
     share of ``scale``); None when a shift is not finite.
 
     s has the sign of Δ (or is 0), ±inf, never NaN, where a probe is not finite, and a·±inf is ±inf

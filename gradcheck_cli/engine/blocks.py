@@ -1,11 +1,13 @@
-"""Whole-array passes in blocks: bounded temporaries, and numpy's own sums bit for bit.
+"""Whole-array passes in blocks: bounded temporaries, and gradcheck's own order of summation.
 
 A pass over a parameter reads (and writes) it a block of at most :data:`BLOCK` elements at a
 time, in row-major order, whatever its strides, so that its temporaries stay in cache and its
-peak stays a few blocks. The blocks are the leaves of numpy's pairwise summation of the whole
-array (``np.sum`` halves a contiguous run of n > 128 elements at ⌊n/2⌋ rounded down to a
-multiple of 8), so that a sum taken block by block and combined by :func:`tree_sum` is the sum
-numpy takes of the whole array, to the last bit.
+peak stays a few blocks. A sum over a parameter is taken in one order, whatever its layout and
+dtype: the blocks are the leaves of a halving tree (:func:`block_bounds`: a run of n > BLOCK
+elements splits at ⌊n/2⌋ rounded down to a multiple of 8), each block is summed contiguous in
+float64 by ``np.add.reduce``, and the blocks' sums are added up the same tree (:func:`tree_sum`).
+The same values give the same bits, block by block; within a block the order is numpy's, so the
+last bits may differ between numpy versions, each within the bound of docs/method.md ("Sums").
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def scratch_pass():
 
 
 def block_bounds(count: int, block: int = BLOCK) -> list:
-    """(start, stop) of each block of ``count`` elements, in order: the subtrees of numpy's pairwise
-    summation that hold at most ``block`` elements (``block`` ≥ 128, so every split is numpy's)."""
+    """(start, stop) of each block of ``count`` elements, in order: the leaves of the halving tree,
+    where a run of more than ``block`` elements (``block`` ≥ 16: no half is empty) splits at half
+    its length rounded down to a multiple of 8."""
     bounds = []
     pending = [(0, count)]
     while pending:
@@ -80,8 +83,8 @@ def block_bounds(count: int, block: int = BLOCK) -> list:
 
 
 def tree_sum(values, count: int, block: int = BLOCK) -> float:
-    """The blocks' sums ``values`` (in the order of :func:`block_bounds`) added as numpy's pairwise
-    summation adds them: ``np.sum`` of the whole array, bit for bit."""
+    """The blocks' sums ``values`` (in the order of :func:`block_bounds`) added up the halving tree:
+    at each split, the left half's sum plus the right half's."""
     values = iter(values)
 
     def subtree(size: int) -> float:

@@ -1,0 +1,54 @@
+"""The optional packages the suite runs without: each test that needs one is skipped, saying how to get it.
+
+``make test`` installs the ``bfloat16`` and ``plot`` extras; ``.ci/run`` adds torch, jax and
+dask.distributed at the versions below, and runs the suite again on Python 3.10 with the oldest
+numpy and none of them. torch's line is its CPU build (docs/torch.md): plain ``pip install torch``,
+and so ``pip install -e '.[torch]'`` alone, downloads gigabytes of CUDA libraries.
+"""
+
+import importlib
+import importlib.util
+
+import pytest
+
+TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+
+#: What to run to get each optional module, as CI installs it.
+INSTALL = {
+    "torch": f"{TORCH_CPU} (its CPU build; docs/torch.md)",
+    "expecttest": "pip install expecttest (torch's OpInfo database imports it)",
+    "jax": "pip install jax==0.6.2 (the CPU build, jaxlib with it; docs/jax.md)",
+    "distributed": "pip install distributed==2026.8.0 (docs/parallel.md)",
+    "ml_dtypes": "pip install ml_dtypes (make install installs it, the bfloat16 extra)",
+    "matplotlib": "pip install matplotlib (make install installs it, the plot extra)",
+    "scipy": "pip install scipy (jax installs it)",
+}
+
+
+def reason(module: str) -> str:
+    """The skip message of a test that needs ``module``: that it is not installed, and how to get it."""
+    return f"{module} is not installed: {INSTALL[module]}"
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def require(module: str):
+    """``module`` imported, or the calling test (or module, at its top) skipped saying how to get it."""
+    __tracebackhide__ = True  # the skip is reported at the caller's line
+    return pytest.importorskip(module, reason=reason(module))
+
+
+def needs(module: str):
+    """A mark that skips a test, saying how to get ``module``, where it is not installed."""
+    return pytest.mark.skipif(not installed(module), reason=reason(module))
+
+
+def with_module(module: str, *values, id=None):
+    """A parametrize case that needs ``module`` (skipped, saying so, without it)."""
+    return pytest.param(*values, marks=needs(module), id=id)
+
+
+#: ml_dtypes' bfloat16 scalar type, or None without ml_dtypes (its cases are then skipped).
+bfloat16 = importlib.import_module("ml_dtypes").bfloat16 if installed("ml_dtypes") else None
