@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from extras import installed, needs
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-HAS_JAX = importlib.util.find_spec("jax") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="the torch scenarios need torch: pip install torch==2.13.0")
-needs_jax = pytest.mark.skipif(not HAS_JAX, reason="the JAX scenarios need jax: pip install jax")
+HAS_TORCH, HAS_JAX = installed("torch"), installed("jax")
+needs_torch, needs_jax = needs("torch"), needs("jax")
 AGREE_CELLS = {"yes", "no: refused", "no: wrong", "no: crashed"}
 CATEGORIES = {"agree", "refused", "wrong", "crashed"}
 

@@ -78,8 +78,8 @@ def test_every_result_class_is_a_frozen_dataclass_whose_to_dict_follows_its_fiel
         name = module.name.removeprefix("gradcheck_cli.")
         if name == "__main__":  # that one runs the command line
             continue
-        extra = name.split("_")[0]  # torch, torch_views, jax: the optional extras
-        if extra in ("torch", "jax") and importlib.util.find_spec(extra) is None:
+        extras = {"torch", "jax"} & set(name.split("."))  # torch, adapters.torch.views, jax: the optional extras
+        if any(importlib.util.find_spec(extra) is None for extra in extras):
             continue
         importlib.import_module(module.name)
     classes = Record.__subclasses__()

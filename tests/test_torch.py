@@ -543,7 +543,7 @@ def test_without_torch_the_package_and_the_cli_work_and_the_adapter_says_how_to_
 
 
 def test_the_torch_inside_the_adapter_is_the_real_torch():
-    import gradcheck_cli.adapters.torch as adapter
+    import gradcheck_cli.adapters.torch.views as adapter
 
     assert adapter.torch is sys.modules["torch"] is torch
     assert Path(adapter.torch.__file__).parent.name == "torch"

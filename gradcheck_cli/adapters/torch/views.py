@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..engine.problem import reject_shared_memory
-from ..engine.tensors import strides_may_overlap, writable_memory
-from ..errors import SharedMemory, TorchUnavailable, UnsupportedDevice, UnsupportedTensor
+from ...engine.problem import reject_shared_memory
+from ...engine.tensors import strides_may_overlap, writable_memory
+from ...errors import SharedMemory, TorchUnavailable, UnsupportedDevice, UnsupportedTensor
 
 try:
     import torch  # absolute: the real torch, not gradcheck_cli.adapters.torch
