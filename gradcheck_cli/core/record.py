@@ -109,7 +109,7 @@ class Record:
 
 
 #: The JSON keys of every record whose field of that name the text prints by another word.
-JSON_KEYS = {"passed": "pass"}
+JSON_KEYS = dict(passed="pass")
 
 _FIELD_NAMES = {}
 _JSON_FIELDS = {}

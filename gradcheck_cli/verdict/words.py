@@ -50,7 +50,7 @@ DEFAULT_STEP = "ε^(1/3)·max(1, |θ|)"
 
 def coordinate_verdict(record, short: bool = False) -> str:
     """A coordinate's verdict; at a suspected kink, where the analytic value lies against the slopes."""
-    if record.verdict != "suspected kink":
+    if record.verdict != SUSPECTED_KINK:
         return record.verdict
     between = record.kink.analytic_between_slopes
     where = "between" if between else "outside"
