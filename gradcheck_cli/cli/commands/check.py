@@ -70,6 +70,13 @@ from .options import (
 )
 @PARAM_OPTION
 @click.option(
+    "--seed",
+    type=int,
+    default=defaults.SEED,
+    show_default=True,
+    help="Selects the directional test's ±1 signs.",
+)
+@click.option(
     "--jobs",
     type=int,
     default=1,
@@ -94,14 +101,23 @@ from .options import (
 )
 @TRACEBACK_OPTION
 @output_options
-def check(output_format, problem, samples, sampler, step, tolerance, names, jobs, executor, verbose, show_traceback):
+def check(
+    output_format, problem, samples, sampler, step, tolerance, names, seed, jobs, executor, verbose, show_traceback
+):
     def compute():
         import dataclasses
 
         from ...check import check_with, options_of
 
         # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.
-        given = {"samples": samples, "sampler": sampler, "step": step, "tolerance": tolerance, "jobs": jobs}
+        given = {
+            "samples": samples,
+            "sampler": sampler,
+            "step": step,
+            "tolerance": tolerance,
+            "seed": seed,
+            "jobs": jobs,
+        }
         options = options_of("gradcheck check", {**given, "names": list(names) or None})
         scheduler = executor_address(executor, jobs)
         with (
