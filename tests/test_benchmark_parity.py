@@ -93,7 +93,8 @@ def test_numpy_cases_run_scipy_check_grad_beside_gradcheck(run):
     rows = _table(stdout, "### numpy: scipy.optimize.check_grad and gradcheck_cli.check_gradients")
     assert [row[1] for row in rows] == ["right", "conjugated", "right", "conjugated", "right", "×2"]
     assert {row["feature"] for row in results["numpy"]} == {"complex inputs (Wirtinger)", "float16"}
-    assert all(isinstance(row["check_grad"], float) for row in results["numpy"])
+    kind = float if installed("scipy") else type(None)  # scipy comes with jax; the oldest-versions run has neither
+    assert all(isinstance(row["check_grad"], kind) for row in results["numpy"])
 
 
 def test_feature_table_has_a_row_per_feature_run(run):
