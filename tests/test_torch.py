@@ -991,6 +991,9 @@ def test_a_nondeterministic_backward_fails_with_the_size_of_the_difference():
     assert check_function(lambda x: NonDeterministic.apply(x, 1e-6), (x,), nondet_tol=1e-5).passed
     assert not check_function(lambda x: NonDeterministic.apply(x, 1e-6), (x,)).passed
     assert not check_function(noisy, (x,), order=2).passed  # each backward of the recursion is checked
+    # And gradgradcheck's: the noisy backward inside the second order's objective draws one stream.
+    assert torch_passes(noisy, (x,), torch.autograd.gradgradcheck, nondet_tol=1e-5)
+    assert check_function(noisy, (x,), order=2, nondet_tol=1e-5).passed
 
 
 def test_batched_checks_the_backward_under_vmap_against_the_loop():

@@ -36,8 +36,11 @@ class Bound:
     """``fn`` at ``inputs`` with the checked tensors replaceable: ``base(xs)`` returns its outputs.
 
     ``names``, ``xs`` (the checked tensors themselves, probed in place through ``views``), ``origins``
-    (copies of their values in their own dtype) and ``call_text``.
+    (copies of their values in their own dtype) and ``call_text``. With ``random_seed`` set (a check
+    with ``nondet_tol`` > 0), every evaluation draws torch's random numbers from that seed.
     """
+
+    random_seed = None
 
     def __init__(self, fn, inputs):
         named, self.call_text, _, self.checked, self.views = checked_inputs(fn, inputs)
@@ -61,8 +64,14 @@ class Bound:
         ]
 
 
-def evaluated(g: Callable, xs: list) -> list:
-    with torch.enable_grad():
+def evaluated(g: Callable, xs: list, random_seed: int | None = None) -> list:
+    """``g(xs)`` with grad mode on; with ``random_seed``, torch's generator forked and seeded with it,
+    so that a function allowed to be random (``nondet_tol``) is one function to its finite differences."""
+    if random_seed is None:
+        with torch.enable_grad():
+            return g(xs)
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        torch.manual_seed(random_seed)
         return g(xs)
 
 
@@ -109,7 +118,7 @@ def dense(tensor):
 
 def reverse_derivative(g: Callable, bound: Bound, seed: int) -> Callable:
     """``xs ↦ ∇⟨u, g(xs)⟩``, one gradient per input, differentiable again (u from ``seed``)."""
-    outputs = evaluated(g, bound.xs)
+    outputs = evaluated(g, bound.xs, bound.random_seed)
     u = cotangents_of(outputs, kept_outputs(outputs, bound.call_text), seed)
     del outputs
 

@@ -33,6 +33,8 @@ def function_problems(fn, inputs, options: Options) -> list:
     """The :class:`~gradcheck_cli.check.derivatives.DerivativeProblem` of each path that ``options.order``
     and ``options.modes`` ask for (:func:`~gradcheck_cli.check.derivatives.derivative_paths`)."""
     bound = Bound(fn, inputs)
+    if options.nondet_tol > 0:
+        bound.random_seed = options.seed  # a function allowed to vary: its finite differences see one of its draws
     return [derivative_problem(bound, path, options) for path in derivative_paths(options.order, options.modes)]
 
 
@@ -51,7 +53,7 @@ def derivative_problem(bound: Bound, path: tuple, options: Options | None = None
 
 def reverse_problem(bound: Bound, g, seed: int, options: Options | None) -> tuple:
     """``(GradientProblem of ⟨u, g(xs)⟩ with autograd's gradient, its call checks, their variation)``."""
-    outputs = evaluated(g, bound.xs)
+    outputs = evaluated(g, bound.xs, bound.random_seed)
     u = cotangents_of(outputs, kept_outputs(outputs, bound.call_text), seed)
     grads = pulled_back(outputs, u, bound.xs, bound.call_text)
     calls, variation = ((), 0.0) if options is None else reverse_call_checks(bound, outputs, u, grads, options, seed)
@@ -59,7 +61,7 @@ def reverse_problem(bound: Bound, g, seed: int, options: Options | None) -> tupl
     del outputs
 
     def objective(_views):
-        return inner_product(evaluated(g, bound.xs), u, count, bound.call_text)
+        return inner_product(evaluated(g, bound.xs, bound.random_seed), u, count, bound.call_text)
 
     gradients = {name: gradient_array(grad, x) for name, grad, x in zip(bound.names, grads, bound.xs)}
     return GradientProblem(objective, bound.views, gradients), calls, variation
@@ -70,7 +72,7 @@ def forward_problem_of(bound: Bound, g, seed: int, nested: bool, options: Option
 
     The analytic side is ⟨u, ṫ⟩ with ṫ g's output tangents along input k's tangent alone (every input
     dual, zero tangents for the others); no reverse pass is run to learn g's outputs."""
-    outputs = evaluated(g, bound.xs)
+    outputs = evaluated(g, bound.xs, bound.random_seed)
     kept = kept_outputs(outputs, bound.call_text)
     u, count = cotangents_of(outputs, kept, seed), len(outputs)
     del outputs
@@ -86,7 +88,7 @@ def forward_problem_of(bound: Bound, g, seed: int, nested: bool, options: Option
         try:
             for name, point in points.items():
                 np.ndarray.__setitem__(views[name], Ellipsis, point)
-            return inner_product(evaluated(g, bound.xs), u, count, bound.call_text)
+            return inner_product(evaluated(g, bound.xs, bound.random_seed), u, count, bound.call_text)
         finally:
             for name in points:
                 write_back(views[name], Ellipsis, origins[name])
