@@ -880,8 +880,11 @@ def test_both_modes_at_order_2_recurse_as_check_grads_and_name_forward_over_reve
     report = check_function(wrong, (x,), order=2, modes=("rev", "fwd"))
     labels = ["fwd", "fwd∘fwd", "rev∘fwd", "rev", "fwd∘rev", "rev∘rev"]  # check_grads' order
     assert [check.name for check in report.parameters] == [f"inputs[0] ({label})" for label in labels]
-    # Only forward mode through the backward runs CosineScaledJvp's jvp: torch's check_fwd_over_rev.
+    # Only forward mode through the backward runs the backward's Cosine jvp: torch's check_fwd_over_rev.
     assert report.failing_parameters == ("inputs[0] (fwd∘rev)",)
+    # A linear function's derivatives of derivatives are zeros forward AD keeps without memory (ZeroTensor).
+    assert torch_passes(lambda x: x.mul(5), (x,), torch.autograd.gradgradcheck, **fwd_over_rev)
+    assert check_function(lambda x: x.mul(5), (x,), order=3, modes=("fwd", "rev")).passed
 
 
 class SquareWithDetachedJvp(torch.autograd.Function):

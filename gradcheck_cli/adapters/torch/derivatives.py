@@ -112,7 +112,10 @@ def pulled_back(outputs: list, u: dict, xs: list, call_text: str, create_graph: 
 
 
 def dense(tensor):
-    """A sparse gradient (``nn.Embedding(sparse=True)``) as the dense tensor it stands for."""
+    """A sparse gradient (``nn.Embedding(sparse=True)``) as the dense tensor it stands for, and forward
+    AD's ZeroTensor (a derivative known to be zero, which has no memory) as zeros."""
+    if torch._is_zerotensor(tensor):
+        return torch.zeros(tuple(tensor.shape), dtype=tensor.dtype)
     return tensor if tensor.layout == torch.strided else tensor.to_dense()
 
 
@@ -147,7 +150,7 @@ def output_tangent(output):
     if not output.is_floating_point():
         return output
     found = torch.autograd.forward_ad.unpack_dual(output).tangent
-    return torch.zeros(tuple(output.shape), dtype=output.dtype) if found is None else found
+    return torch.zeros(tuple(output.shape), dtype=output.dtype) if found is None else dense(found)
 
 
 def reverse_jvp(g: Callable, xs: list, tangents: list) -> list:
@@ -176,7 +179,7 @@ def reverse_jvp(g: Callable, xs: list, tangents: list) -> list:
         )
     for index, product in zip(moving, products):
         if product is not None:
-            result[index] = product
+            result[index] = dense(product)
     return result
 
 
