@@ -48,9 +48,9 @@ __all__ = [
 @dataclass(frozen=True)
 class DerivativeProblem:
     """One derivative of a check: its ``path`` of modes, the GradientProblem of its finite differences,
-    the :class:`CallCheck` records of its calls (made before any finite difference), and ``variation``,
-    how much two calls of its backward differed relative to the gradient's scale (allowed by
-    ``nondet_tol``: :func:`determinism_check`)."""
+    the :class:`CallCheck` records of its calls (made before any finite difference), and ``variation``:
+    when two calls of its backward differed within ``nondet_tol``, that tolerance relative to the
+    gradient's scale, else 0 (:func:`determinism_check`)."""
 
     path: tuple
     problem: GradientProblem
