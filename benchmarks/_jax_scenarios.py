@@ -45,6 +45,12 @@ class Scenario:
     order: int = 1
     modes: tuple = JVP_MODES
     tolerances: Mapping = field(default_factory=dict)
+    #: What check_grads does with each variant, where it is not EXPECTED (a bug it cannot see).
+    expected: Mapping = field(default_factory=lambda: EXPECTED)
+    #: gradcheck's outcomes that agree besides check_grads', by variant (where issue 33 asks for more).
+    accepts: Mapping = field(default_factory=dict)
+    #: gradcheck's options beyond order and modes (batched, nondet_tol).
+    extra: Mapping = field(default_factory=dict)
 
     def make(self, variant: str) -> tuple:
         """``(fn, inputs)`` for the ``"right"`` or ``"wrong"`` rule."""
@@ -57,7 +63,7 @@ class Scenario:
     @property
     def options(self) -> dict:
         """What gradcheck is asked, in the API of issues 31 and 33."""
-        return {"order": self.order, "modes": self.modes}
+        return {"order": self.order, "modes": self.modes, **self.extra}
 
 
 def array(shape, seed: int, low: float = -1.0, high: float = 1.0):
@@ -771,6 +777,55 @@ def matrix_and_vector():
     return array((3, 3), 2) + 2.0 * jnp.eye(3), array(3, 3)
 
 
+# The derivative calls themselves (issue 33): bugs check_grads cannot see, which gradcheck fails.
+
+
+def noisy_vjp(wrong: bool):
+    """sin whose custom_vjp backward multiplies by 1 + 1e-12·U(0, 1), drawn anew at each call (outside jit)."""
+    generator = np.random.default_rng(0)
+    noise = 1e-12 if wrong else 0.0
+    return vjp_rule(jnp.sin, lambda x: jnp.cos(x) * (1.0 + noise * generator.random(np.shape(x))))
+
+
+def guarded_vjp(wrong: bool):
+    """sin whose custom_vjp backward clips huge gradients through a Python float: broken under vmap."""
+
+    @jax.custom_vjp
+    def sine(x):
+        return jnp.sin(x)
+
+    def backward(x, g):
+        if wrong and float(jnp.max(jnp.abs(g))) > 1e6:
+            g = jnp.clip(g, -1e6, 1e6)
+        return (jnp.cos(x) * g,)
+
+    sine.defvjp(lambda x: (jnp.sin(x), x), backward)
+    return sine
+
+
+def vmap_rule_vjp(wrong: bool):
+    """sin whose custom_vjp backward doubles cos·g/2 through a custom_vmap rule that forgets the 2 when wrong."""
+
+    @jax.custom_batching.custom_vmap
+    def double(y):
+        return 2.0 * y
+
+    @double.def_vmap
+    def rule(axis_size, in_batched, y):
+        return (y if wrong else 2.0 * y), in_batched[0]
+
+    @jax.custom_vjp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (double(jnp.cos(x) * g / 2.0),))
+    return sine
+
+
+ISSUE = "issue 33: "
+UNSEEN = {"right": "passed", "wrong": "passed"}  # check_grads calls the vjp once, and never under vmap
+FAILS_THE_WRONG = {"wrong": ("failed",)}
+
 # fmt: off
 CUSTOM_JVP = [
     Scenario("sin", JVP_TEST + "test_basic", "first order", sine_jvp, points),
@@ -873,6 +928,17 @@ SOLVERS = [
     Scenario("checkpointed solve", SOLVE_TEST + "test_custom_linear_solve_new_remat", "remat", rematerialized_solve,
              matrix_and_vector, modes=VJP_MODES),
 ]
+
+DERIVATIVE_CALLS = [
+    Scenario("custom_vjp backward with 1e-12 noise", ISSUE + "a nondeterministic backward", "nondeterministic backward",
+             noisy_vjp, points, modes=VJP_MODES, expected=UNSEEN, accepts=FAILS_THE_WRONG),
+    Scenario("custom_vjp backward through a float(), batched", ISSUE + "batched gradients",
+             "batched gradients (vmap)", guarded_vjp, points, modes=VJP_MODES, expected=UNSEEN,
+             accepts=FAILS_THE_WRONG, extra={"batched": True}),
+    Scenario("custom_vjp backward through a wrong custom_vmap rule, batched", ISSUE + "batched gradients",
+             "batched gradients (vmap)", vmap_rule_vjp, points, modes=VJP_MODES, expected=UNSEEN,
+             accepts=FAILS_THE_WRONG, extra={"batched": True}),
+]
 # fmt: on
 
-SCENARIOS = (*CUSTOM_JVP, *CUSTOM_VJP, *SOLVERS)
+SCENARIOS = (*CUSTOM_JVP, *CUSTOM_VJP, *SOLVERS, *DERIVATIVE_CALLS)

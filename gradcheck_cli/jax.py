@@ -9,11 +9,12 @@
 
 ``inputs`` is a tuple of pytrees, as ``jax.test_util.check_grads(f, args)`` takes them, and every
 option is one of :class:`~gradcheck_cli.check.options.Options`, the same as ``check_gradients``' and
-the torch adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1 or 2) and
-``modes`` (JAX's words: ``("rev",)`` the vjp, ``("fwd",)`` the jvp, or both). Every floating leaf of
-the inputs is checked, named by its argument and pytree path; close over what should not be checked.
-The report is a :class:`~gradcheck_cli.check.records.GradientCheckReport`; with both modes each
-parameter's name ends in `` (rev)`` or `` (fwd)``. How the problem is built is
+the torch adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1, 2 or 3:
+every order up to it, as ``check_grads`` recurses), ``modes`` (JAX's words: ``("rev",)`` the vjp,
+``("fwd",)`` the jvp, or both), ``batched`` and ``nondet_tol``. Every floating leaf of the inputs is
+checked, named by its argument and pytree path; close over what should not be checked. The report is a
+:class:`~gradcheck_cli.check.records.GradientCheckReport`; with several derivatives each parameter's
+name ends in its path, `` (rev)``, `` (fwd)``, `` (fwd∘rev)``. How the problem is built is
 :mod:`gradcheck_cli.adapters.jax` and docs/jax.md.
 """
 
@@ -28,7 +29,7 @@ __all__ = ["check_function", "assert_gradients", "function_problem", "forward_pr
 
 def check_function(fn, inputs, **options) -> GradientCheckReport:
     """Check ``fn``'s derivatives at ``inputs`` (a tuple of pytrees): its vjp (``modes=("rev",)``, the
-    default), its jvp (``modes=("fwd",)``) or both, of ``order`` 1 or 2.
+    default), its jvp (``modes=("fwd",)``) or both, of every order up to ``order`` (1, 2 or 3).
 
     ``options``: :class:`~gradcheck_cli.check.options.Options`. Nothing of the inputs is modified.
     """

@@ -10,10 +10,12 @@
 ``inputs`` is a tuple, as ``torch.autograd.gradcheck(fn, inputs)`` takes it (a single tensor, a list
 or a mapping of keyword arguments too), and every option is one of
 :class:`~gradcheck_cli.check.options.Options`, the same as ``check_gradients``' and the JAX
-adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1 or 2) and ``modes``
-(``("rev",)`` the backward, ``("fwd",)`` a Function's ``jvp``, or both). The report is a
-:class:`~gradcheck_cli.check.records.GradientCheckReport`; with both modes, each parameter's name ends
-in `` (rev)`` or `` (fwd)``. Every input is bit-identical afterwards, and no ``.grad`` is written.
+adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1, 2 or 3: every order
+up to it), ``modes`` (``("rev",)`` the backward, ``("fwd",)`` a Function's ``jvp``, or both),
+``batched`` and ``nondet_tol``. The report is a :class:`~gradcheck_cli.check.records.GradientCheckReport`;
+with several derivatives each parameter's name ends in its path, `` (rev)``, `` (fwd)``, `` (fwd∘rev)``,
+and its ``calls`` hold the checks of the backward's calls (determinism, undefined output gradients,
+batching). Every input is bit-identical afterwards, and no ``.grad`` is written.
 How the problem is built (the cotangent u, views of the tensors' memory) is
 :mod:`gradcheck_cli.adapters.torch` and docs/torch.md.
 """
@@ -45,7 +47,8 @@ __all__ = [
 
 def check_function(fn, inputs, **options) -> GradientCheckReport:
     """Check ``fn``'s derivatives at ``inputs``: its backward (``modes=("rev",)``, the default), a
-    Function's ``jvp`` (``modes=("fwd",)``) or both, of ``order`` 1 or 2.
+    Function's ``jvp`` (``modes=("fwd",)``) or both, of every order up to ``order`` (1, 2 or 3), with
+    the checks of the backward's calls (docs/torch.md).
 
     Parameters
     ----------

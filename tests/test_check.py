@@ -287,8 +287,11 @@ def test_report_is_json_ready_and_names_the_failing_parameter():
         "step_advice",
         "evaluations",
         "diagnosis",
+        "calls",
     ]
-    assert record_dict["step_advice"] is None
+    assert (
+        record_dict["step_advice"] is None and record_dict["calls"] == []
+    )  # a problem's gradients are called by nobody
     first = record_dict["parameters"][0]["checks"][0]
     assert list(first) == [
         "flat_index",

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,7 +216,7 @@ def test_order_2_checks_the_vjp_of_the_vjp():
     assert check_function(sine, (x,)).passed
     assert check_function(scaled_sine(1.0), (x,), order=2).passed
     report = check_function(sine, (x,), order=2)
-    assert report.failing_parameters == ("x",)
+    assert report.failing_parameters == ("x (rev∘rev)",)  # the first order (rev) is right
     assert check_function(two_layer(False), (parameters("float32"), points((6, 4), "float32")), order=2).passed
 
 
@@ -316,3 +317,99 @@ def test_the_directional_taylor_test_of_the_second_order_term():
     assert check_taylor(function_problem(scaled_sine(1.0), (x,), order=2)).verdict == "passed"
     result = check_taylor(function_problem(sine, (x,), order=2))
     assert result.verdict == "failed" and result.reason == "first order"
+
+
+# Every order in every mode, and the checks of the derivative calls (issue 33): each right version is
+# passed and each wrong one failed by jax.test_util.check_grads with the same order and modes, except
+# where the bug is one check_grads cannot see (a noisy backward, a backward that breaks under vmap).
+# The rules are JAX's own custom-rule tests, ported in benchmarks/_jax_scenarios.py.
+
+
+def ported():
+    """benchmarks/_jax_scenarios.py, imported without its turning x64 on for the rest of the session."""
+    before = jax.config.jax_enable_x64
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        import _jax_scenarios
+    finally:
+        sys.path.pop(0)
+        jax.config.update("jax_enable_x64", before)
+    return _jax_scenarios
+
+
+def check_grads_passes(fn, inputs, order, modes) -> bool:
+    from jax.test_util import check_grads
+
+    try:
+        check_grads(fn, inputs, order=order, modes=modes)
+    except AssertionError:
+        return False
+    return True
+
+
+def test_order_3_fails_a_wrong_third_derivative_in_the_paths_that_reach_it():
+    rules = ported().wrong_third_derivative  # sin, whose rule cos, whose rule −sin, whose rule is ×1.5 when wrong
+    x = points((5,), "float64")
+    both = ("fwd", "rev")
+    assert check_grads_passes(rules(False), (x,), 3, both) and not check_grads_passes(rules(True), (x,), 3, both)
+    assert check_function(rules(False), (x,), order=3, modes=both).passed
+    report = check_function(rules(True), (x,), order=3, modes=both)
+    assert len(report.parameters) == 14  # 2 + 4 + 8 paths, as check_grads recurses
+    # The wrong rule is the third derivative's: every path of three modes, and no shorter one.
+    assert report.failing_parameters == tuple(
+        f"x ({label})"
+        for label in ("fwd∘fwd∘fwd", "rev∘fwd∘fwd", "fwd∘rev∘fwd", "rev∘rev∘fwd")
+        + ("fwd∘fwd∘rev", "rev∘fwd∘rev", "fwd∘rev∘rev", "rev∘rev∘rev")
+    )
+    assert check_function(rules(True), (x,), order=2, modes=both).passed
+
+
+def test_forward_over_forward_checks_a_rule_with_no_reverse_mode():
+    looped = ported().in_while_loop  # a rule whose own derivative is ×2 when wrong, inside lax.while_loop
+    x = points((4,), "float64")
+    assert check_grads_passes(looped(False), (x,), 2, ("fwd",)) and not check_grads_passes(
+        looped(True), (x,), 2, ("fwd",)
+    )
+    assert check_function(looped(False), (x,), order=2, modes=("fwd",)).passed
+    report = check_function(looped(True), (x,), order=2, modes=("fwd",))
+    assert report.failing_parameters == ("x (fwd∘fwd)",)  # its first derivative is right
+
+
+def test_a_nondeterministic_vjp_fails_with_the_size_of_the_difference():
+    noisy = ported().noisy_vjp  # a backward ×(1 + 1e-12·U(0, 1)) when wrong, drawn anew at each call
+    x = points((3, 4), "float64")
+    # The noise is real (two calls of the vjp differ); check_grads, which calls it once, cannot see it.
+    _, pullback = jax.vjp(noisy(True), x)
+    assert not np.array_equal(pullback(jnp.ones_like(x))[0], pullback(jnp.ones_like(x))[0])
+    assert check_grads_passes(noisy(True), (x,), 1, ("rev",))
+    assert check_function(noisy(False), (x,)).passed
+    report = check_function(noisy(True), (x,))
+    assert report.verdict == "failed" and report.parameter("x").passed
+    (call,) = [call for call in report.calls if not call.passed]
+    assert call.kind == "determinism" and call.parameter == "x" and 0.0 < call.difference <= 1e-12
+    assert call.message.startswith("nondeterministic backward: two calls of the backward with the same cotangent")
+    assert check_function(noisy(True), (x,), nondet_tol=1e-11).passed
+    assert check_function(jax.jit(noisy(True)), (x,)).passed  # jit draws the noise once, when it traces
+
+
+def test_batched_checks_the_vjp_and_the_jvp_under_vmap_against_the_loop():
+    scenarios = ported()
+    x = points((4,), "float64")
+    for build in (scenarios.guarded_vjp, scenarios.vmap_rule_vjp):  # a float() guard; a custom_vmap rule ×1/2
+        assert check_grads_passes(build(True), (x,), 1, ("rev",))  # check_grads never batches the backward
+        assert check_function(build(True), (x,)).passed
+        assert check_function(build(False), (x,), batched=True).passed
+    raising = check_function(scenarios.guarded_vjp(True), (x,), batched=True)
+    assert [(call.kind, call.passed) for call in raising.calls] == [("determinism", True), ("batching", False)]
+    assert "the vjp under jax.vmap over 3 cotangents raised" in raising.calls[1].message
+    wrong = check_function(scenarios.vmap_rule_vjp(True), (x,), batched=True)
+    assert wrong.failing_parameters == ("x",) and wrong.parameter("x").passed
+    assert wrong.calls[1].difference > 0.1 and "and the loop of single calls differ by up to" in wrong.calls[1].message
+    # The forward rule under vmap too: a custom_jvp rule whose tangent goes through the wrong batching rule.
+    halving = jax.custom_batching.custom_vmap(lambda y: 2.0 * y)
+    halving.def_vmap(lambda axis_size, in_batched, y: (y, in_batched[0]))
+    forward = jax.custom_jvp(jnp.sin)
+    forward.defjvp(lambda primals, tangents: (jnp.sin(primals[0]), halving(jnp.cos(primals[0]) * tangents[0] / 2.0)))
+    assert check_function(forward, (x,), modes=("fwd",)).passed
+    batched_forward = check_function(forward, (x,), modes=("fwd",), batched=True)
+    assert [(call.kind, call.passed) for call in batched_forward.calls] == [("batching", False)]

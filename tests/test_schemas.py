@@ -116,6 +116,7 @@ RECORD_SCHEMAS = {
     advice.ParameterStepAdvice: ("advice", "/$defs/problem_advice/properties/parameters/items"),
     check.GradientCheckReport: ("report", ""),
     check.PurityVerdict: ("report", "/$defs/purity"),
+    check.CallCheck: ("report", "/$defs/call"),
     check.ParameterCheck: ("report", "/$defs/parameter"),
     check.CoordinateCheck: ("report", "/$defs/coordinate_check"),
     check.KinkVerdict: ("report", "/$defs/kink"),

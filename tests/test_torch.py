@@ -7,6 +7,7 @@ out by hand in that file's docstring; every expected number below says
 where it comes from.
 """
 
+import dataclasses
 import importlib.util
 import subprocess
 import sys
@@ -48,7 +49,26 @@ from gradcheck_cli.torch import (  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 import torch_functions  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from torch_mlp import HandWrittenLinear  # noqa: E402  (its bug: the bias gradient is a mean over the batch)
+
+from _torch_scenarios import (  # noqa: E402  (PyTorch's own gradcheck tests, ported: benchmarks/parity.py)
+    ClippedScale,
+    ForwardOnly,
+    NonDeterministic,
+    RandomInJvp,
+    SineWithCosine,
+    TwoOutputs,
+    clip_and_log,
+    forward_ad_scaled,
+    gradient_of,
+    raise_if_undefined,
+    with_hook,
+)
+from _torch_scenarios import (  # noqa: E402
+    Cube as CubeToThird,
+)
 
 HAS_ML_DTYPES = importlib.util.find_spec("ml_dtypes") is not None
 needs_ml_dtypes = needs("ml_dtypes")
@@ -241,7 +261,11 @@ def test_every_option_reaches_check_gradients_and_its_report_comes_back_untouche
     fn, inputs = torch_functions.attention(torch.float64, wrong=True)
     options = {"samples": 3, "step": 1e-6, "tolerance": 1e-4, "names": ["inputs[2]", "inputs[3]"]}
     report = check_function(fn, inputs, **options)
-    assert report == check_problem(function_problem(fn, inputs), **options)
+    # The report is check_problem's, with the checks of the backward's calls beside, of the named inputs.
+    assert report == dataclasses.replace(check_problem(function_problem(fn, inputs), **options), calls=report.calls)
+    assert [call.kind for call in report.calls] == ["determinism", "undefined gradients"]
+    assert {call.parameter for call in report.calls} <= {"inputs[2]", "inputs[3]"}
+    assert all(call.passed for call in report.calls)
     assert [check.name for check in report.parameters] == ["inputs[2]", "inputs[3]"]
     assert {check.step for check in report.parameters} == {1e-6}
     assert {check.tolerance for check in report.parameters} == {1e-4}
@@ -365,8 +389,6 @@ def test_outputs_that_cannot_be_checked_are_refused():
     cases = [
         (lambda x: {"y": x}, "must return a tensor or a tuple of tensors, got dict"),
         (lambda x: (x, 3), "must return a tensor or a tuple of tensors, got int as output 1"),
-        (lambda x: x.detach() * 2, "returned no floating-point output that requires grad"),
-        (lambda x: x.argmax(), "returned no floating-point output that requires grad"),
         (lambda x: torch.complex(x, x), r"returned complex output 0 \(torch.complex128\)"),
     ]
     for fn, message in cases:
@@ -747,8 +769,15 @@ def test_order_2_fails_a_backward_that_is_right_but_not_differentiable_correctly
         assert check_function(lambda x, y: Cube.apply(x, wrong) * y, (x, y)).passed  # the first order is right
     assert check_function(lambda x, y: Cube.apply(x, False) * y, (x, y), order=2).passed
     report = check_function(lambda x, y: Cube.apply(x, True) * y, (x, y), order=2)
-    # The lost term 6x·g is ∂²/∂x²; ∂²/∂x∂y (3x²) goes through y's product and stays right.
-    assert report.failing_parameters == ("inputs[0]",)
+    # Order 2 checks the backward (rev) and its backward (rev∘rev). The lost term 6x·g is ∂²/∂x²;
+    # ∂²/∂x∂y (3x²) goes through y's product and stays right.
+    assert [check.name for check in report.parameters] == [
+        "inputs[0] (rev)",
+        "inputs[1] (rev)",
+        "inputs[0] (rev∘rev)",
+        "inputs[1] (rev∘rev)",
+    ]
+    assert report.failing_parameters == ("inputs[0] (rev∘rev)",)
     assert_unchanged([x, y], before)
     assert x.grad is None and y.grad is None
 
@@ -780,7 +809,7 @@ def test_an_unknown_order_or_mode_is_refused():
     x = torch.ones(2, dtype=torch.float64, requires_grad=True)
     with pytest.raises(InvalidArgument, match="modes must be"):
         check_function(torch.sin, (x,), modes=("forward",))
-    with pytest.raises(InvalidArgument, match="order must be 1 or 2, got 4"):
+    with pytest.raises(InvalidArgument, match="order must be 1, 2 or 3, got 4"):
         check_function(torch.sin, (x,), order=4)
     with pytest.raises(UnknownOption, match="no option 'mode' \\(did you mean 'modes'\\?\\)"):
         check_function(torch.sin, (x,), mode="forward")
@@ -794,3 +823,286 @@ def test_the_directional_taylor_test_of_the_double_backward():
     assert check_taylor(double_backward_problem(lambda x: Cube.apply(x, False), (x,))).verdict == "passed"
     result = check_taylor(double_backward_problem(lambda x: Cube.apply(x, True), (x,)))
     assert result.verdict == "failed" and result.reason == "first order"
+
+
+# Every order in every mode, and the checks of the derivative calls (issue 33). Each case is first
+# decided by torch's own checker (gradcheck, gradgradcheck): the right version passes it, the buggy one
+# fails it, and gradcheck must agree.
+
+
+def torch_passes(fn, inputs, checker=None, **options) -> bool:
+    """Whether torch's ``checker`` (gradcheck by default) passes ``fn``; any exception it raises fails it."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its float32 and undefined-gradient notices
+            return (checker or torch.autograd.gradcheck)(fn, inputs, **options)
+    except Exception:  # noqa: BLE001 (a GradcheckError, or the function's own error torch lets through)
+        return False
+
+
+def points(n, seed, low=-1.0, high=1.0, dtype=torch.float64):
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, generator=generator, dtype=torch.float64) * (high - low) + low).to(dtype).requires_grad_()
+
+
+def failed_calls(report) -> list:
+    return [(call.kind, call.parameter, call.output) for call in report.calls if not call.passed]
+
+
+def test_order_3_checks_every_order_and_fails_a_wrong_third_derivative_only():
+    right, wrong = (lambda x: CubeToThird.apply(x, 6.0)), (lambda x: CubeToThird.apply(x, 7.0))
+    x = points(4, 1, 0.5, 1.5)
+    assert torch_passes(gradient_of(right), (x,), torch.autograd.gradgradcheck)
+    assert not torch_passes(gradient_of(wrong), (x,), torch.autograd.gradgradcheck)
+    before = snapshot([x])
+    assert check_function(right, (x,), order=3).passed
+    report = check_function(wrong, (x,), order=3)
+    assert [check.name for check in report.parameters] == [
+        "inputs[0] (rev)",
+        "inputs[0] (rev∘rev)",
+        "inputs[0] (rev∘rev∘rev)",
+    ]
+    assert report.failing_parameters == ("inputs[0] (rev∘rev∘rev)",)  # 7 where 6 belongs, at the third order
+    assert check_function(wrong, (x,), order=2).passed  # the first two orders are right
+    assert_unchanged([x], before)
+    assert x.grad is None
+
+
+def test_both_modes_at_order_2_recurse_as_check_grads_and_name_forward_over_reverse():
+    x = points((4, 3), 2)
+    fwd_over_rev = {"check_fwd_over_rev": True}
+    assert torch_passes(lambda x: SineWithCosine.apply(x, 1.0), (x,), torch.autograd.gradgradcheck, **fwd_over_rev)
+    wrong = lambda x: SineWithCosine.apply(x, 2.0)  # noqa: E731
+    assert not torch_passes(wrong, (x,), torch.autograd.gradgradcheck, **fwd_over_rev)
+    assert check_function(lambda x: SineWithCosine.apply(x, 1.0), (x,), order=2, modes=("fwd", "rev")).passed
+    report = check_function(wrong, (x,), order=2, modes=("rev", "fwd"))
+    labels = ["fwd", "fwd∘fwd", "rev∘fwd", "rev", "fwd∘rev", "rev∘rev"]  # check_grads' order
+    assert [check.name for check in report.parameters] == [f"inputs[0] ({label})" for label in labels]
+    # Only forward mode through the backward runs the backward's Cosine jvp: torch's check_fwd_over_rev.
+    assert report.failing_parameters == ("inputs[0] (fwd∘rev)",)
+    # A linear function's derivatives of derivatives are zeros forward AD keeps without memory (ZeroTensor).
+    assert torch_passes(lambda x: x.mul(5), (x,), torch.autograd.gradgradcheck, **fwd_over_rev)
+    assert check_function(lambda x: x.mul(5), (x,), order=3, modes=("fwd", "rev")).passed
+
+
+class SquareWithDetachedJvp(torch.autograd.Function):
+    """x² whose jvp is right, 2x·t, but computed from a detached x when ``detached``: its own
+    derivative along a second tangent (forward over forward, 2·t·s) is lost."""
+
+    @staticmethod
+    def forward(ctx, x, detached):
+        ctx.save_for_forward(x)
+        ctx.detached = detached
+        return x * x
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        (x,) = ctx.saved_tensors
+        return 2 * (x.detach() if ctx.detached else x) * t
+
+
+def test_forward_over_forward_of_a_function_with_only_a_jvp():
+    # torch has no forward-over-forward check; the numbers are exact: ⟨u, 2·t·s⟩ against ⟨u, 0⟩.
+    x = points(5, 3)
+    assert check_function(lambda x: SquareWithDetachedJvp.apply(x, False), (x,), order=2, modes=("fwd",)).passed
+    report = check_function(lambda x: SquareWithDetachedJvp.apply(x, True), (x,), order=2, modes=("fwd",))
+    assert [check.name for check in report.parameters] == ["inputs[0] (fwd)", "inputs[0] (fwd∘fwd)"]
+    assert report.failing_parameters == ("inputs[0] (fwd∘fwd)",)
+
+
+def test_forward_mode_runs_no_backward_and_makes_every_input_dual():
+    only_forward = {"check_forward_ad": True, "check_backward_ad": False, "check_undefined_grad": False}
+    x, y = points(4, 4), points(5, 5)
+    for scale, passes in ((1.0, True), (2.0, False)):
+        fn = lambda a, b, scale=scale: ForwardOnly.apply(a, b, scale)  # noqa: E731
+        assert torch_passes(fn, (x, y), check_batched_grad=False, **only_forward) is passes
+        assert check_function(fn, (x, y), modes=("fwd",)).passed is passes  # no backward: no crash
+    assert (
+        not check_function(lambda a, b: ForwardOnly.apply(a, b, 2.0), (x, y), modes=("fwd",))
+        .parameter("inputs[0]")
+        .passed
+    )
+    y = points((2, 4), 6)
+    assert not torch_passes(forward_ad_scaled, (points((2, 4), 7), y), check_forward_ad=True)
+    report = check_function(forward_ad_scaled, (points((2, 4), 7), y), modes=("fwd",))
+    assert report.failing_parameters == ("inputs[1]",)  # y's tangent is read, so y must be dual
+
+
+def test_a_backward_is_called_with_each_output_gradient_undefined():
+    x = points(3, 8)
+    for missing in ("zero", "one", "as is"):
+        fn = lambda x, missing=missing: TwoOutputs.apply(x, missing)  # noqa: E731
+        assert torch_passes(fn, (x,)) is (missing == "zero")
+        report = check_function(fn, (x,))
+        assert report.passed is (missing == "zero"), missing
+    ones = check_function(lambda x: TwoOutputs.apply(x, "one"), (x,))
+    assert ones.parameter("inputs[0]").passed  # with every gradient given, the backward is right
+    # Taking a missing gradient as ones is wrong wherever one is missing: by 2 (output 0's) or 2x (output 1's).
+    assert failed_calls(ones) == [
+        ("undefined gradients", "inputs[0]", None),
+        ("undefined gradients", "inputs[0]", 0),
+        ("undefined gradients", "inputs[0]", 1),
+    ]
+    output_1 = [call for call in ones.calls if call.output == 1][0]
+    assert output_1.difference == pytest.approx(float(2 * x.detach().abs().max()), rel=1e-15)
+    assert output_1.message.startswith("with output 1's gradient undefined, the backward and the backward given")
+    broken = check_function(lambda x: TwoOutputs.apply(x, "as is"), (x,))
+    assert broken.failing_parameters == ("inputs[0]",) and broken.verdict == "failed"
+    assert [call.message.split(", the backward ")[1] for call in broken.calls[1:]] == [
+        "raised TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'",
+        "raised TypeError: unsupported operand type(s) for *: 'int' and 'NoneType'",
+        "raised TypeError: unsupported operand type(s) for *: 'Tensor' and 'NoneType'",
+    ]
+    assert "a backward mishandles an undefined output gradient in inputs[0]" in failure_table(broken)
+
+
+def test_a_tensor_hook_is_registered_with_grad_mode_on_and_an_undefined_gradient_reaches_it():
+    x = points(4, 9)
+    grad_modes = []
+
+    def recording(x):
+        grad_modes.append(torch.is_grad_enabled())
+        return with_hook(clip_and_log)(x)
+
+    assert torch_passes(recording, (x,)) and check_function(recording, (x,)).passed
+    assert set(grad_modes) == {True}  # every probe too: the user's code registers a hook
+    assert not torch_passes(with_hook(raise_if_undefined), (x,))
+    report = check_function(with_hook(raise_if_undefined), (x,))
+    assert report.parameter("inputs[0]").passed and failed_calls(report) == [("undefined gradients", "inputs[0]", None)]
+    assert report.calls[1].message == (
+        "with every output's gradient undefined, the backward raised RuntimeError: x is undefined"
+    )
+    assert not check_function(with_hook(lambda g: g + 1e-2), (x,)).passed
+
+
+def test_a_nondeterministic_backward_fails_with_the_size_of_the_difference():
+    x = points((5, 5), 10)
+    noisy = lambda x: NonDeterministic.apply(x, 1e-12)  # noqa: E731
+    assert torch_passes(lambda x: NonDeterministic.apply(x, 0.0), (x,)) and not torch_passes(noisy, (x,))
+    assert check_function(lambda x: NonDeterministic.apply(x, 0.0), (x,)).passed
+    report = check_function(noisy, (x,))
+    assert report.verdict == "failed" and report.failing_parameters == ("inputs[0]",)
+    assert report.parameter("inputs[0]").passed  # 1e-12 is far below what finite differences see
+    (call,) = [call for call in report.calls if not call.passed]
+    assert call.kind == "determinism" and 0.0 < call.difference <= 1e-12 and call.tolerance == 0.0
+    assert call.message.startswith("nondeterministic backward: two calls of the backward with the same cotangent")
+    assert "a backward is nondeterministic in inputs[0]" in failure_table(report)
+    # Within nondet_tol, as torch's test: its 1e-6 noise is allowed, and the comparison's floor holds it.
+    assert torch_passes(lambda x: NonDeterministic.apply(x, 1e-6), (x,), nondet_tol=1e-5)
+    assert check_function(lambda x: NonDeterministic.apply(x, 1e-6), (x,), nondet_tol=1e-5).passed
+    assert not check_function(lambda x: NonDeterministic.apply(x, 1e-6), (x,)).passed
+    assert not check_function(noisy, (x,), order=2).passed  # each backward of the recursion is checked
+    # And gradgradcheck's: the noisy backward inside the second order's objective draws one stream.
+    assert torch_passes(noisy, (x,), torch.autograd.gradgradcheck, nondet_tol=1e-5)
+    assert check_function(noisy, (x,), order=2, nondet_tol=1e-5).passed
+
+
+def test_batched_checks_the_backward_under_vmap_against_the_loop():
+    x = points(4, 11)
+    guarded = lambda x: ClippedScale.apply(x, True)  # noqa: E731
+    assert torch_passes(guarded, (x,)) and not torch_passes(guarded, (x,), check_batched_grad=True)
+    assert torch_passes(lambda x: ClippedScale.apply(x, False), (x,), check_batched_grad=True)
+    assert check_function(guarded, (x,)).passed  # batched is off by default, as torch's check_batched_grad
+    assert check_function(lambda x: ClippedScale.apply(x, False), (x,), batched=True).passed
+    report = check_function(guarded, (x,), batched=True)
+    assert report.parameter("inputs[0]").passed and failed_calls(report) == [("batching", "inputs[0]", None)]
+    assert report.calls[-1].message.startswith(
+        "the backward under vmap over 3 cotangents raised RuntimeError: Batching rule not implemented for aten::item"
+    )
+    # A backward that calls another Function batches as torch's own check batches it.
+    assert torch_passes(lambda x: SineWithCosine.apply(x, 1.0), (x,), check_batched_grad=True)
+    assert check_function(lambda x: SineWithCosine.apply(x, 1.0), (x,), order=2, batched=True).passed
+
+
+def test_batched_checks_the_forward_rule_under_vmap():
+    x = points(2, 12)
+    batched_forward = {"check_forward_ad": True, "check_batched_forward_grad": True}
+    assert torch_passes(RandomInJvp.apply, (x,), check_forward_ad=True)
+    assert not torch_passes(RandomInJvp.apply, (x,), **batched_forward)
+    assert check_function(RandomInJvp.apply, (x,), modes=("fwd",)).passed
+    report = check_function(RandomInJvp.apply, (x,), modes=("fwd",), batched=True)
+    assert failed_calls(report) == [("batching", "inputs[0]", None)]
+    assert check_function(lambda x: SineWithCosine.apply(x, 1.0), (x,), modes=("fwd", "rev"), batched=True).passed
+
+
+class SparseGradient(torch.autograd.Function):
+    """x·scale whose backward returns its gradient as a sparse COO tensor."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g * ctx.scale).to_sparse(), None
+
+
+def test_a_sparse_gradient_of_a_dense_input_is_checked_densified():
+    # torch refuses the layout ("grad is incorrect layout"); its value is the gradient, and it is checked.
+    weight = points((6, 3), 13)
+    embedding = lambda w: torch.nn.functional.embedding(torch.tensor([0, 2, 2, 5]), w, sparse=True)  # noqa: E731
+    assert check_function(embedding, (weight,)).passed
+    assert check_function(lambda x: SparseGradient.apply(x, 2.0), (points(4, 14),)).passed
+    assert check_function(lambda x: SparseGradient.apply(x, 3.0), (points(4, 14),)).failing_parameters == ("inputs[0]",)
+    module = torch.nn.Embedding(6, 3, sparse=True).double()
+    assert check_module(module, lambda m: (m(torch.tensor([1, 4, 4])) ** 2).sum()).passed
+
+
+def test_no_differentiable_output_is_checked_against_its_zero_derivative():
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    # torch: "Numerical gradient for function expected to be zero" for the first; the others pass.
+    for fn, passes in [
+        (lambda x: x.detach() * 2, False),
+        (lambda x: torch.tensor([float(x[0])]), False),
+        (lambda x: x.argmax(), True),
+        (lambda x: (), True),
+        (lambda x: (x.detach() * 0 + 1,), True),
+    ]:
+        assert torch_passes(fn, (x,)) is passes
+        assert check_function(fn, (x,)).passed is passes
+        assert check_function(fn, (x,), modes=("fwd",)).passed is passes
+
+
+def test_the_paths_of_every_order_and_mode_and_their_labels():
+    from gradcheck_cli.check.derivatives import derivative_paths, path_label
+
+    assert [path_label(path) for path in derivative_paths(1, ("rev",))] == ["rev"]
+    assert [path_label(path) for path in derivative_paths(2, ("fwd", "rev"))] == [
+        "fwd", "fwd∘fwd", "rev∘fwd", "rev", "fwd∘rev", "rev∘rev"
+    ]  # fmt: skip
+    assert len(derivative_paths(3, ("fwd", "rev"))) == 2 + 4 + 8
+    assert path_label(("rev", "fwd", "rev")) == "rev∘fwd∘rev"
+
+
+def test_the_derivative_call_options_are_for_functions_and_refused_elsewhere_in_one_line():
+    import numpy as np
+
+    from gradcheck_cli import check_gradients
+
+    x = points(2, 15)
+    with pytest.raises(InvalidArgument, match=r"^nondet_tol must be a finite number ≥ 0, got -1.0$"):
+        check_function(torch.sin, (x,), nondet_tol=-1.0)
+    with pytest.raises(InvalidArgument, match=r"^batched must be True or False, got 1$"):
+        check_function(torch.sin, (x,), batched=1)
+    with pytest.raises(InvalidArgument, match=r"^check_module's batched and nondet_tol must be False and 0.0"):
+        check_module(torch.nn.Linear(2, 1).double(), lambda m: m(x).sum(), batched=True)
+    with pytest.raises(InvalidArgument, match=r"^check_gradients's batched and nondet_tol must be False and 0.0"):
+        check_gradients(lambda p: float(p["x"][0]), {"x": np.ones(1)}, {"x": np.ones(1)}, nondet_tol=1e-5)
+
+
+def test_a_report_with_call_checks_follows_the_report_schema():
+    import json
+
+    from json_documents import validator
+
+    report = check_function(lambda x: TwoOutputs.apply(x, "as is"), (points(3, 16),), order=2, batched=True)
+    assert not report.passed and {call.kind for call in report.calls} == {
+        "determinism",
+        "undefined gradients",
+        "batching",
+    }
+    document = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert [error.message for error in validator("report").iter_errors(document)] == []

@@ -19,7 +19,15 @@ from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, m
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
 from .plan import plan_check, probed_at, selected_coordinates
 from .probe import JITTER_LIMIT, GuardedObjective, first_pass, resolved_direction_scale
-from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, KinkVerdict, ParameterCheck, PurityVerdict
+from .records import (
+    CallCheck,
+    CoordinateCheck,
+    CoordinateChecks,
+    GradientCheckReport,
+    KinkVerdict,
+    ParameterCheck,
+    PurityVerdict,
+)
 
 __all__ = [
     "ALL_COORDINATES",
@@ -29,6 +37,7 @@ __all__ = [
     "CoordinateCheck",
     "CoordinateChecks",
     "PurityVerdict",
+    "CallCheck",
     "ParameterCheck",
     "GradientCheckReport",
     "Samples",
@@ -139,10 +148,16 @@ def check_with(problem: GradientProblem, options: Options) -> GradientCheckRepor
     return _check(objective, problem.parameters, problem.gradients, options)
 
 
-def check_problems(problems: Mapping, options: Options) -> GradientCheckReport:
-    """Each problem of ``problems`` (label → GradientProblem) checked with ``options``: its report when
-    there is one, else one report whose parameters carry their problem's label (:func:`merged_report`)."""
-    reports = {label: check_with(problem, options) for label, problem in problems.items()}
+def check_problems(problems, options: Options) -> GradientCheckReport:
+    """Each :class:`~gradcheck_cli.check.derivatives.DerivativeProblem` checked with ``options``, its call
+    checks beside: the one report when there is one problem, else one report whose parameters and call
+    checks carry their problem's label (:func:`merged_report`)."""
+    reports = {}
+    for derivative in problems:
+        report = check_with(derivative.problem, derivative.options(options))
+        reports[derivative.label] = report_of(
+            list(report.parameters), report.purity, report.step_advice, report.evaluations, derivative.calls
+        )
     if len(reports) == 1:
         return next(iter(reports.values()))
     return merged_report(reports)

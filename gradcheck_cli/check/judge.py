@@ -351,8 +351,13 @@ def _directional_gap(item: ProbedParameter, directional: DirectionalCheck, toler
     )
 
 
-def report_of(checks: list, purity: PurityVerdict, step_advice, evaluations: int) -> GradientCheckReport:
-    verdict = verdict_of((check.verdict for check in checks), purity.stateful)
+def report_of(
+    checks: list, purity: PurityVerdict, step_advice, evaluations: int, calls: tuple = ()
+) -> GradientCheckReport:
+    """The report of the parameters' ``checks`` and the derivative ``calls``' checks (torch and JAX)."""
+    verdict = verdict_of([*(check.verdict for check in checks), *(call.verdict for call in calls)], purity.stateful)
+    failing = [check.name for check in checks if not check.passed]
+    failing += [call.parameter for call in calls if not call.passed]
     return GradientCheckReport(
         verdict=verdict,
         passed=verdict == PASSED,
@@ -361,25 +366,32 @@ def report_of(checks: list, purity: PurityVerdict, step_advice, evaluations: int
         inconclusive=sum(
             check.checks.verdict_count(INCONCLUSIVE) + check.checks.verdict_count(KINK) for check in checks
         ),
-        failing_parameters=tuple(check.name for check in checks if not check.passed),
+        failing_parameters=tuple(dict.fromkeys(failing)),
         purity=purity,
         parameters=tuple(checks),
         step_advice=step_advice,
         evaluations=evaluations,
         diagnosis=diagnose_report([check.diagnosis for check in checks]),
+        calls=tuple(calls),
     )
 
 
 def merged_report(reports: Mapping) -> GradientCheckReport:
-    """One report of several checks by label (a torch or JAX function in both modes): each parameter's
-    name followed by its label in parentheses, the least pure purity, every evaluation counted."""
+    """One report of several checks by label (a torch or JAX function in several modes or orders): each
+    parameter's and call check's name followed by its label in parentheses, the least pure purity,
+    every evaluation counted."""
     checks = [
         dataclasses.replace(check, name=f"{check.name} ({label})")
         for label, report in reports.items()
         for check in report.parameters
     ]
+    calls = [
+        dataclasses.replace(call, parameter=f"{call.parameter} ({label})")
+        for label, report in reports.items()
+        for call in report.calls
+    ]
     purity = max((report.purity for report in reports.values()), key=lambda purity: (purity.stateful, not purity.pure))
-    return report_of(checks, purity, None, sum(report.evaluations for report in reports.values()))
+    return report_of(checks, purity, None, sum(report.evaluations for report in reports.values()), tuple(calls))
 
 
 def purity_of(centers: list, epsilon: float) -> PurityVerdict:

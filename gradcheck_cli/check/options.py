@@ -10,6 +10,7 @@ never runs for a bad value.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,17 @@ from ..core.formatting import did_you_mean
 from ..engine.estimator import validate_step, validate_tolerance
 from ..errors import InvalidArgument, UnknownOption
 
-__all__ = ["ALL_COORDINATES", "AUTO_STEP", "MODES", "Options", "Samples", "is_auto", "is_serial", "options_of"]
+__all__ = [
+    "ALL_COORDINATES",
+    "AUTO_STEP",
+    "MODES",
+    "ORDERS",
+    "Options",
+    "Samples",
+    "is_auto",
+    "is_serial",
+    "options_of",
+]
 
 #: ``samples=ALL_COORDINATES`` checks every coordinate, in row-major order.
 ALL_COORDINATES = "all"
@@ -27,6 +38,8 @@ ALL_COORDINATES = "all"
 AUTO_STEP = "auto"
 #: The modes a torch or JAX check differentiates in (JAX's words): reverse (vjp) and forward (jvp).
 MODES = ("fwd", "rev")
+#: The orders a torch or JAX check differentiates to: each checks every order below it too.
+ORDERS = (1, 2, 3)
 
 Samples = int | str
 
@@ -52,10 +65,18 @@ class Options:
         Worker processes for the coordinates' probes (docs/parallel.md).
     fast : bool, default False
         Reserved for the whole-gradient fast check; ``True`` is refused until it exists.
-    order : 1 or 2, default 1
-        torch and JAX: the order of the derivative checked (2: the derivative of the gradient).
+    order : 1, 2 or 3, default 1
+        torch and JAX: the highest order of derivative checked; every order up to it is checked in
+        every mode, recursing as ``jax.test_util.check_grads`` does (docs/method.md, "Every order in
+        every mode").
     modes : tuple of "rev" and "fwd", default ("rev",)
         torch and JAX: reverse mode (the vjp, a Function's backward) and/or forward mode (the jvp).
+    batched : bool, default False
+        torch and JAX: also check that each backward (and forward rule) under ``vmap`` over a batch of
+        cotangents (tangents) equals the loop of single calls.
+    nondet_tol : float, default 0.0
+        torch and JAX: how far two calls of a backward with the same cotangent may differ (largest
+        absolute difference); 0.0 asks for bit-identical gradients.
     kink_tolerance : float or Mapping[str, float], optional
         Tolerance on the one-sided slopes' scaled gap. Default: the one that goes with the step.
     coordinates : Mapping[str, iterable of index tuples], optional
@@ -75,6 +96,8 @@ class Options:
     fast: bool = False
     order: int = 1
     modes: tuple = ("rev",)
+    batched: bool = False
+    nondet_tol: float = 0.0
     kink_tolerance: None | float | Mapping = None
     coordinates: Mapping | None = None
     names: Iterable[str] | None = None
@@ -100,7 +123,7 @@ def options_of(entry: str, given: Mapping, *, functions: bool = False) -> Option
     """``given`` (an entry point's keyword arguments) as :class:`Options`, each checked by itself.
 
     ``entry`` names the entry point in messages; ``functions`` is whether it checks a torch or JAX
-    function (``order`` and ``modes`` apply only there). A step or tolerance per parameter waits for
+    function (``order``, ``modes``, ``batched`` and ``nondet_tol`` apply only there). A step or tolerance per parameter waits for
     the parameters (:func:`~gradcheck_cli.check.plan.plan_check`).
     """
     unknown = [name for name in given if name not in OPTION_NAMES]
@@ -124,6 +147,7 @@ def options_of(entry: str, given: Mapping, *, functions: bool = False) -> Option
         raise InvalidArgument(argument="fast", value="True", expected="False: the fast check is not available yet")
     if options.progress is not None and not callable(options.progress):
         raise InvalidArgument(argument="progress", value=type(options.progress).__name__, expected="callable")
+    _derivative_calls(options, entry, functions)
     return dataclasses.replace(options, modes=_modes(options, entry, functions))
 
 
@@ -138,12 +162,27 @@ def _modes(options: Options, entry: str, functions: bool) -> tuple:
     if not modes or any(mode not in MODES for mode in modes) or len(set(modes)) != len(modes):
         raise InvalidArgument(argument="modes", value=repr(modes), expected='("rev",), ("fwd",) or ("fwd", "rev")')
     order = options.order
-    if type(order) is not int or order not in (1, 2):
-        raise InvalidArgument(argument="order", value=repr(order), expected="1 or 2")
+    if type(order) is not int or order not in ORDERS:
+        raise InvalidArgument(argument="order", value=repr(order), expected="1, 2 or 3")
     if not functions and (order != 1 or modes != ("rev",)):
         expected = "1 and ('rev',) for a problem's own gradients (order and modes are for torch and JAX functions)"
         raise InvalidArgument(argument=f"{entry}'s order and modes", value=f"{order} and {modes!r}", expected=expected)
     return tuple(mode for mode in MODES if mode in modes)
+
+
+def _derivative_calls(options: Options, entry: str, functions: bool) -> None:
+    """``batched`` True or False and ``nondet_tol`` a finite number ≥ 0; other than the defaults only for functions."""
+    if not isinstance(options.batched, bool):
+        raise InvalidArgument(argument="batched", value=repr(options.batched), expected="True or False")
+    tolerance = options.nondet_tol
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0.0 <= tolerance < math.inf:
+        raise InvalidArgument(argument="nondet_tol", value=repr(tolerance), expected="a finite number ≥ 0")
+    if not functions and (options.batched or tolerance != 0.0):
+        expected = (
+            "False and 0.0 for a problem's own gradients (batched and nondet_tol are for torch and JAX functions)"
+        )
+        given = f"{options.batched} and {tolerance!r}"
+        raise InvalidArgument(argument=f"{entry}'s batched and nondet_tol", value=given, expected=expected)
 
 
 def _whole_number(name: str, value) -> int:

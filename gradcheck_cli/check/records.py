@@ -198,6 +198,29 @@ class ParameterCheck(Record):
 
 
 @dataclass(frozen=True)
+class CallCheck(Record):
+    """A check of how a torch or JAX derivative is called, beside its finite differences.
+
+    ``kind`` is one of :data:`~gradcheck_cli.verdict.words.CALL_KINDS`: ``determinism`` (the backward
+    called twice with the same cotangent), ``undefined gradients`` (the backward called with an output's
+    gradient undefined, torch) or ``batching`` (the backward or forward rule under vmap against a loop
+    of single calls). ``parameter`` names the input with the largest difference (or the first at fault),
+    ``output`` the output whose gradient was undefined (None: every output's, or another kind);
+    ``difference`` is the largest absolute difference found (None when a call raised) and ``tolerance``
+    what it was allowed; ``message`` says what was compared and what came out.
+    """
+
+    kind: str
+    parameter: str
+    output: int | None
+    verdict: str
+    passed: bool
+    difference: float | None
+    tolerance: float
+    message: str
+
+
+@dataclass(frozen=True)
 class GradientCheckReport(Record):
     """The whole check: every parameter, the purity measurement and the verdict.
 
@@ -220,6 +243,10 @@ class GradientCheckReport(Record):
         Objective calls made by the check (the step advice's included).
     diagnosis : Diagnosis or None
         Set when every failing parameter is off by the same factor (the loss itself is scaled).
+    calls : tuple of CallCheck
+        torch's and JAX's ``check_function``: the checks of the derivative calls themselves
+        (determinism, undefined output gradients, batching); a failed one fails the report and names
+        its input among ``failing_parameters``. Empty for a problem's own gradients.
     """
 
     verdict: str
@@ -233,6 +260,7 @@ class GradientCheckReport(Record):
     step_advice: ProblemStepAdvice | None
     evaluations: int
     diagnosis: Diagnosis | None
+    calls: tuple = ()
 
     def parameter(self, name: str) -> ParameterCheck:
         """The :class:`ParameterCheck` named ``name``."""

@@ -30,6 +30,7 @@ def failure_table(report, max_rows: int = MAX_ROWS) -> str:
     lines += [f"{check.name}: {diagnosis_text(check.diagnosis)}" for check in report.parameters if check.diagnosis]
     if report.diagnosis is not None:
         lines.append(f"the whole check: {diagnosis_text(report.diagnosis)}")
+    lines += [f"{call.parameter}: {call.kind}: {call.message}" for call in report.calls if not call.passed]
     if failures:
         rows = [_row(name, record) for name, record in failures[:max_rows]]
         lines.append("")

@@ -11,6 +11,7 @@ __all__ = [
     "FAILED",
     "INCONCLUSIVE",
     "SUSPECTED_KINK",
+    "CALL_KINDS",
     "DEFAULT_STEP",
     "coordinate_verdict",
     "check_summary",
@@ -37,6 +38,14 @@ class Verdict(str, enum.Enum):
 
 
 PASSED, FAILED, INCONCLUSIVE, SUSPECTED_KINK = Verdict
+
+#: The kinds of check of a torch or JAX derivative's calls (check/records.py's CallCheck), and what a
+#: failure of each says in a check's summary.
+CALL_KINDS = {
+    "determinism": "a backward is nondeterministic",
+    "undefined gradients": "a backward mishandles an undefined output gradient",
+    "batching": "a derivative differs under vmap",
+}
 
 
 def _error(number: float) -> str:
@@ -74,6 +83,8 @@ def check_summary(report) -> str:
         reasons.append("a directional test did not pass")
     if report.purity.stateful:
         reasons.append("the objective is nondeterministic or stateful")
+    failed_kinds = dict.fromkeys(call.kind for call in getattr(report, "calls", ()) if not call.passed)
+    reasons += [CALL_KINDS[kind] for kind in failed_kinds]
     listed = ", ".join(reasons[:-1]) + (" and " if len(reasons) > 1 else "") + reasons[-1]
     where = f" in {', '.join(report.failing_parameters)}" if report.failing_parameters else ""
     return listed + where

@@ -1,5 +1,6 @@
-"""The JAX problems: a function's vjp (:func:`function_problem`, of order 1 or 2), its jvp
-(:func:`forward_problem`), the ones a check's ``order`` and ``modes`` pick (:func:`function_problems`),
+"""The JAX problems: a function's vjp (:func:`function_problem`, of order 1, 2 or 3), its jvp
+(:func:`forward_problem`), the ones a check's ``order`` and ``modes`` pick (:func:`function_problems`:
+every path of adapters/jax/derivatives.py),
 a problem holding JAX arrays (:func:`array_problem`) and what ``gradcheck check FILE.py:FUNCTION`` does
 with a returned ``(fn, inputs)`` (:func:`jax_problem`)."""
 
@@ -8,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...check import Options
+from ...check.derivatives import derivative_paths
+from ...check.options import ORDERS
 from ...core.defaults import SEED
-from ...engine.cotangents import tangent, tangent_problem
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidCall
-from .calls import Call, Cotangents, holds_an_array, host_float64, jax, jnp
+from .calls import Call, holds_an_array, host_float64, jax
+from .derivatives import derivative_problem
 
 __all__ = ["function_problem", "forward_problem", "function_problems", "array_problem", "jax_problem"]
 
@@ -32,10 +35,11 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
         else is passed as is (close over what should not be checked).
     seed : int
         The cotangents' seed (:func:`~gradcheck_cli.engine.cotangents.cotangent`).
-    order : 1 or 2
+    order : 1, 2 or 3
         1: the vector-Jacobian product ``jax.vjp(fn, *inputs)[1](u)``. 2: the
         objective is ⟨v, g⟩ with g that product (v = cotangent(shape, k,
-        seed + 1) for the k-th checked leaf), the analytic side the vjp of g.
+        seed + 1) for the k-th checked leaf), the analytic side the vjp of g;
+        3: the same once more (the path ``("rev",) * order``).
 
     Returns
     -------
@@ -51,27 +55,9 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
         (UnsupportedJaxInput, X64Disabled); for outputs that cannot be
         checked, InvalidCall. Exceptions raised by ``fn`` propagate unchanged.
     """
-    if order not in (1, 2):
-        raise InvalidCall(call="check_function", problem=f"order must be 1 or 2, got {order!r}")
-    call = Call(fn, inputs)
-    outputs, pullback = jax.vjp(call, *call.primals())
-    first = Cotangents(outputs, seed, "fn(*inputs)")
-    outer = call
-    if order == 2:
-        u = first.tree
-
-        def outer(*leaves):
-            return jax.vjp(call, *leaves)[1](u)
-
-        outputs, pullback = jax.vjp(outer, *call.primals())
-        first = Cotangents(outputs, seed + 1, "the gradient of ⟨u, fn(*inputs)⟩")
-    gradients = dict(zip(call.names, (host_float64(grad) for grad in pullback(first.tree))))
-    parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
-
-    def objective(_copies):
-        return first.inner(outer(*(jnp.array(parameters[name]) for name in call.names)))
-
-    return GradientProblem(objective, parameters, gradients)
+    if order not in ORDERS:
+        raise InvalidCall(call="check_function", problem=f"order must be 1, 2 or 3, got {order!r}")
+    return derivative_problem(Call(fn, inputs), ("rev",) * order, seed=seed)
 
 
 def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
@@ -83,17 +69,7 @@ def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     alone. Arguments and errors as :func:`function_problem`'s; each parameter
     is a 0-d ε in its leaf's dtype, named as the leaf.
     """
-    call = Call(fn, inputs)
-    primals = call.primals()
-    first = Cotangents(call(*primals), seed, "fn(*inputs)")
-    tangents, directional = {}, {}
-    for index, name in enumerate(call.names):
-        tangents[name] = tangent(call.origins[name], index, seed)
-        moved = [jnp.zeros_like(primal) for primal in primals]
-        moved[index] = jnp.array(tangents[name].astype(call.origins[name].dtype))
-        _, output_tangents = jax.jvp(call, tuple(primals), tuple(moved))
-        directional[name] = first.inner(output_tangents)
-    return tangent_problem(call.origins, tangents, lambda points: first.inner(call.at(points)), directional)
+    return derivative_problem(Call(fn, inputs), ("fwd",), seed=seed)
 
 
 def array_problem(problem: GradientProblem) -> GradientProblem:
@@ -136,16 +112,9 @@ def jax_problem(returned, reference: str = "the problem"):
     return returned
 
 
-def function_problems(fn, inputs, options: Options) -> dict:
-    """The problems a check of ``fn`` at ``inputs`` with ``options`` checks, by mode: ``"rev"`` the vjp
-    (:func:`function_problem` of ``options.order``), ``"fwd"`` the jvp (:func:`forward_problem`)."""
-    if "fwd" in options.modes and options.order != 1:
-        problem = f"checks order={options.order} in reverse mode only, got modes={options.modes!r}"
-        raise InvalidCall(call="check_function", problem=problem)
-    problems = {}
-    for mode in options.modes:  # fwd before rev, as jax.test_util.check_grads checks them
-        if mode == "fwd":
-            problems[mode] = forward_problem(fn, inputs, seed=options.seed)
-        else:
-            problems[mode] = function_problem(fn, inputs, seed=options.seed, order=options.order)
-    return problems
+def function_problems(fn, inputs, options: Options) -> list:
+    """The :class:`~gradcheck_cli.check.derivatives.DerivativeProblem` of each path that ``options.order``
+    and ``options.modes`` ask for (:func:`~gradcheck_cli.check.derivatives.derivative_paths`), as
+    ``jax.test_util.check_grads`` recurses."""
+    call = Call(fn, inputs)
+    return [derivative_problem(call, path, options) for path in derivative_paths(options.order, options.modes)]

@@ -1,11 +1,10 @@
-"""How the torch adapter calls the user's function: its inputs bound and checked, its outputs read, and
-autograd's vector-Jacobian product with the cotangents (the analytic side of every torch problem)."""
+"""How the torch adapter calls the user's function: its inputs bound and checked, and its outputs read
+(adapters/torch/derivatives.py differentiates them)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...engine.cotangents import cotangent
 from ...errors import InvalidArgument, InvalidCall
 from .views import probe_views, require_cpu, torch
 
@@ -15,7 +14,6 @@ __all__ = [
     "outputs_of",
     "differentiable",
     "scalar_loss",
-    "vector_jacobian",
     "checked_inputs",
 ]
 
@@ -81,24 +79,6 @@ def scalar_loss(loss, call_text: str, analytic: bool = False):
         raise InvalidCall(call=call_text, problem=f"must return {wanted}, got {got}")
     require_cpu("the loss", loss)
     return loss.detach().reshape(()) if not analytic else loss.reshape(())
-
-
-def vector_jacobian(call, call_text: str, checked: Mapping, seed: int, create_graph: bool = False) -> tuple:
-    """``(outputs, cotangents by output index, autograd's gradients of ⟨u, outputs⟩)`` at one call of ``fn``."""
-    with torch.enable_grad():
-        outputs = outputs_of(call(), call_text)
-        kept = [index for index, output in enumerate(outputs) if differentiable(output, index, call_text)]
-        if not kept:
-            raise InvalidCall(call=call_text, problem="returned no floating-point output that requires grad")
-        cotangents = {index: torch.from_numpy(cotangent(outputs[index].shape, index, seed)) for index in kept}
-        grads = torch.autograd.grad(
-            [outputs[index] for index in kept],
-            list(checked.values()),
-            grad_outputs=[cotangents[index].to(outputs[index].dtype) for index in kept],
-            allow_unused=True,
-            create_graph=create_graph,
-        )
-    return outputs, cotangents, grads
 
 
 def checked_inputs(fn, inputs) -> tuple:

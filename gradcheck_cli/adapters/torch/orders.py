@@ -1,74 +1,113 @@
-"""The torch problems a check's ``order`` and ``modes`` pick (:func:`function_problems`): the double
-backward (order 2, as ``gradgradcheck``) and a Function's forward-mode rule (``modes=("fwd",)``)."""
+"""The torch problems a check's ``order`` and ``modes`` pick (:func:`function_problems`): one per path
+of ``check_grads``' recursion, reverse mode (a backward: :func:`reverse_problem`) or forward mode (a
+``jvp``: :func:`forward_problem_of`) of fn's derivative along the modes before it, each with the checks
+of its calls (adapters/torch/call_checks.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...check import Options
+from ...check.derivatives import DerivativeProblem, derivative_paths
 from ...core.defaults import SEED
-from ...core.splitmix import MASK64
-from ...engine.cotangents import cotangent
+from ...engine.cotangents import tangent_problem
 from ...engine.problem import GradientProblem
-from ...errors import InvalidCall
-from .calls import checked_inputs, outputs_of, vector_jacobian
-from .problems import function_problem
-from .views import gradient_array, torch
+from ...engine.tensors import write_back
+from .call_checks import forward_call_checks, reverse_call_checks
+from .derivatives import (
+    Bound,
+    cotangents_of,
+    derivative_function,
+    evaluated,
+    forward_derivative,
+    inner_product,
+    kept_outputs,
+    pulled_back,
+)
+from .views import gradient_array
 
-__all__ = ["function_problems", "double_backward_problem", "forward_problem"]
+__all__ = ["function_problems", "derivative_problem", "double_backward_problem", "forward_problem"]
 
 
-def function_problems(fn, inputs, options: Options) -> dict:
-    """The problems a check of ``fn`` at ``inputs`` with ``options`` checks, by mode: ``"rev"`` the
-    backward (:func:`function_problem`, or :func:`double_backward_problem` at ``order=2``), ``"fwd"`` the
-    forward-mode rule (:func:`forward_problem`)."""
-    if "fwd" in options.modes and options.order != 1:
-        problem = f"checks order={options.order} in reverse mode only, got modes={options.modes!r}"
-        raise InvalidCall(call="check_function", problem=problem)
-    problems = {}
-    for mode in options.modes:  # fwd before rev, as jax.test_util.check_grads checks them
-        if mode == "fwd":
-            problems[mode] = forward_problem(fn, inputs, seed=options.seed)
-        else:
-            build = function_problem if options.order == 1 else double_backward_problem
-            problems[mode] = build(fn, inputs, seed=options.seed)
-    return problems
+def function_problems(fn, inputs, options: Options) -> list:
+    """The :class:`~gradcheck_cli.check.derivatives.DerivativeProblem` of each path that ``options.order``
+    and ``options.modes`` ask for (:func:`~gradcheck_cli.check.derivatives.derivative_paths`)."""
+    bound = Bound(fn, inputs)
+    if options.nondet_tol > 0:
+        bound.random_seed = options.seed  # a function allowed to vary: its finite differences see one of its draws
+    return [derivative_problem(bound, path, options) for path in derivative_paths(options.order, options.modes)]
+
+
+def derivative_problem(bound: Bound, path: tuple, options: Options | None = None, seed: int = SEED):
+    """The problem of ``path``: its last mode applied to fn's derivative along the modes before it; with
+    ``options`` a DerivativeProblem with its call checks, else the GradientProblem alone."""
+    seed = seed if options is None else options.seed
+    g, forward = derivative_function(bound, path[:-1], seed)
+    depth = len(path) - 1
+    if path[-1] == "rev":
+        problem, calls, variation = reverse_problem(bound, g, seed + depth, options)
+    else:
+        problem, calls, variation = *forward_problem_of(bound, g, seed + depth, forward, options), 0.0
+    return problem if options is None else DerivativeProblem(tuple(path), problem, calls, variation)
+
+
+def reverse_problem(bound: Bound, g, seed: int, options: Options | None) -> tuple:
+    """``(GradientProblem of ⟨u, g(xs)⟩ with autograd's gradient, its call checks, their variation)``."""
+    outputs = evaluated(g, bound.xs, bound.random_seed)
+    u = cotangents_of(outputs, kept_outputs(outputs, bound.call_text), seed)
+    grads = pulled_back(outputs, u, bound.xs, bound.call_text)
+    calls, variation = ((), 0.0) if options is None else reverse_call_checks(bound, outputs, u, grads, options, seed)
+    count = len(outputs)
+    del outputs
+
+    def objective(_views):
+        return inner_product(evaluated(g, bound.xs, bound.random_seed), u, count, bound.call_text)
+
+    gradients = {name: gradient_array(grad, x) for name, grad, x in zip(bound.names, grads, bound.xs)}
+    return GradientProblem(objective, bound.views, gradients), calls, variation
+
+
+def forward_problem_of(bound: Bound, g, seed: int, nested: bool, options: Options | None) -> tuple:
+    """``(the tangent problem of g's forward derivative, one ε per input, its call checks)``.
+
+    The analytic side is ⟨u, ṫ⟩ with ṫ g's output tangents along input k's tangent alone (every input
+    dual, zero tangents for the others); no reverse pass is run to learn g's outputs."""
+    outputs = evaluated(g, bound.xs, bound.random_seed)
+    kept = kept_outputs(outputs, bound.call_text)
+    u, count = cotangents_of(outputs, kept, seed), len(outputs)
+    del outputs
+    tangents = {name: t.numpy() for name, t in zip(bound.names, bound.tangents(seed))}
+    directional = {}
+    for index, name in enumerate(bound.names):
+        moved = forward_derivative(g, bound.tangents(seed, only=index), nested)(bound.xs)
+        directional[name] = inner_product(moved, u, count, bound.call_text)
+    calls = () if options is None else forward_call_checks(bound, g, nested, kept, options, seed)
+    views, origins = bound.views, bound.origins
+
+    def evaluate(points):
+        try:
+            for name, point in points.items():
+                np.ndarray.__setitem__(views[name], Ellipsis, point)
+            return inner_product(evaluated(g, bound.xs, bound.random_seed), u, count, bound.call_text)
+        finally:
+            for name in points:
+                write_back(views[name], Ellipsis, origins[name])
+
+    return tangent_problem(origins, tangents, evaluate, directional), calls
 
 
 def double_backward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     """``fn``'s double backward as a GradientProblem: the gradient of ⟨v, g⟩, g = ∇⟨u, fn(*inputs)⟩.
 
     As torch's ``gradgradcheck`` does: g is ``torch.autograd.grad`` with the
-    cotangents u (:func:`cotangent`), v_k = cotangent(shape, k, seed + 1) for
-    the k-th checked input; the analytic side differentiates ⟨v, g⟩ through
-    ``create_graph=True``, the numerical side is ⟨v, g⟩ from g alone (no
-    graph) at the probes. A g that does not depend on the inputs
-    differentiably (a backward outside autograd) has a zero analytic
-    gradient. Arguments, names and errors as :func:`function_problem`'s.
+    cotangents u (:func:`~gradcheck_cli.engine.cotangents.cotangent`), v_k = cotangent(shape, k, seed + 1)
+    for the k-th checked input; the analytic side differentiates ⟨v, g⟩ through
+    ``create_graph=True``, the numerical side is ⟨v, g⟩ at the probes. A g
+    that does not depend on the inputs differentiably (a backward outside
+    autograd) has a zero analytic gradient. Arguments, names and errors as
+    :func:`~gradcheck_cli.adapters.torch.function_problem`'s; the path ``("rev", "rev")``.
     """
-    named, call_text, call, checked, views = checked_inputs(fn, inputs)
-    directions = [
-        torch.from_numpy(cotangent(tuple(tensor.shape), index, (seed + 1) & MASK64))
-        for index, tensor in enumerate(checked.values())
-    ]
-
-    _, _, grads = vector_jacobian(call, call_text, checked, seed, create_graph=True)
-    with torch.enable_grad():
-        terms = [torch.sum(g * v.to(g.dtype)) for g, v in zip(grads, directions) if g is not None and g.requires_grad]
-        if terms:
-            second = torch.autograd.grad(sum(terms[1:], terms[0]), list(checked.values()), allow_unused=True)
-        else:
-            second = [None] * len(checked)
-    del grads, terms
-
-    def objective(_views):
-        grads = vector_jacobian(call, call_text, checked, seed)[2]
-        return sum(
-            float(torch.sum(g.detach().to(torch.float64) * v)) for g, v in zip(grads, directions) if g is not None
-        )
-
-    gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), second)}
-    return GradientProblem(objective, views, gradients)
+    return derivative_problem(Bound(fn, inputs), ("rev", "rev"), seed=seed)
 
 
 def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
@@ -76,53 +115,9 @@ def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
 
     Per checked input x_k, the tangent t_k is
     :func:`~gradcheck_cli.engine.cotangents.tangent` (seed + 1, index k); the
-    analytic side is ⟨u, ṫ⟩ with ṫ the output tangents of ``fn`` at the dual
-    x_k + t_k·ε (``torch.autograd.forward_ad``), the numerical side
+    analytic side is ⟨u, ṫ⟩ with ṫ the output tangents of ``fn`` at the duals
+    x_k + t_k·ε and x_j + 0·ε (``torch.autograd.forward_ad``), the numerical side
     ε ↦ ⟨u, fn(x + ε·t_k)⟩ with x_k's storage probed in place and restored.
-    Arguments, names and errors as :func:`function_problem`'s.
+    Arguments, names and errors as :func:`~gradcheck_cli.adapters.torch.function_problem`'s; the path ``("fwd",)``.
     """
-    from torch.autograd import forward_ad
-
-    from ...engine.cotangents import tangent, tangent_problem
-    from ...engine.tensors import write_back
-
-    named, call_text, call, checked, views = checked_inputs(fn, inputs)
-    outputs, cotangents, _ = vector_jacobian(call, call_text, checked, seed)
-    shapes = {index: tuple(outputs[index].shape) for index in cotangents}
-    del outputs
-    origins = {name: np.array(view, copy=True) for name, view in views.items()}
-    tangents = {name: tangent(origin, index, seed) for index, (name, origin) in enumerate(origins.items())}
-
-    def inner(returned, tangent_of=lambda output: output) -> float:
-        returned = outputs_of(returned, call_text)
-        total = 0.0
-        for index, u in cotangents.items():
-            value = tangent_of(returned[index])
-            if value is None:
-                continue
-            if tuple(value.shape) != shapes[index]:
-                problem = f"output {index} had shape {list(shapes[index])}, then {list(value.shape)}"
-                raise InvalidCall(call=call_text, problem=problem)
-            total += float(torch.sum(value.detach().to(torch.float64) * u))
-        return total
-
-    directional = {}
-    for name, tensor in checked.items():
-        with torch.no_grad(), forward_ad.dual_level():
-            t = torch.from_numpy(tangents[name]).to(tensor.dtype)
-            dual = forward_ad.make_dual(tensor.detach(), t)
-            values = [dual if key == name else value for key, value in named.items()]
-            returned = fn(**dict(zip(named, values))) if call_text == "fn(**inputs)" else fn(*values)
-            directional[name] = inner(returned, lambda output: forward_ad.unpack_dual(output).tangent)
-
-    def evaluate(points):
-        try:
-            for name, point in points.items():
-                np.ndarray.__setitem__(views[name], Ellipsis, point)
-            with torch.no_grad():
-                return inner(call())
-        finally:
-            for name in points:
-                write_back(views[name], Ellipsis, origins[name])
-
-    return tangent_problem(origins, tangents, evaluate, directional)
+    return derivative_problem(Bound(fn, inputs), ("fwd",), seed=seed)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from ...core.defaults import SEED
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidArgument, InvalidCall, NotAProblem
-from .calls import checked_inputs, holds_a_tensor, outputs_of, scalar_loss, vector_jacobian
+from .calls import holds_a_tensor, scalar_loss
+from .derivatives import Bound
+from .orders import derivative_problem
 from .views import gradient_array, probe_views, require_cpu, same_bits, torch
 
 __all__ = ["function_problem", "module_problem", "tensor_problem", "torch_problem"]
@@ -21,7 +23,8 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     fn : callable
         ``fn(*inputs)`` (``fn(**inputs)`` for a mapping) returns a tensor or
         a tuple or list of tensors. Outputs that are not floating point or
-        do not require grad are left out of ⟨u, ·⟩.
+        do not require grad are left out of ⟨u, ·⟩; when no output requires
+        grad, every floating-point output is in, with a zero gradient.
     inputs : tensor, sequence or mapping
         A tensor stands for ``(tensor,)``. Input tensors that require grad
         (float64, float32 or bfloat16) are checked, named ``inputs[i]`` (or
@@ -44,30 +47,7 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
         after the analytic call, for outputs that cannot be checked
         (InvalidCall). Exceptions raised by ``fn`` propagate unchanged.
     """
-    named, call_text, call, checked, views = checked_inputs(fn, inputs)
-
-    outputs, cotangents, grads = vector_jacobian(call, call_text, checked, seed)
-    differentiable = list(cotangents)
-    shapes = {index: outputs[index].shape for index in differentiable}
-    count = len(outputs)
-    del outputs
-
-    def objective(_views):
-        with torch.no_grad():
-            returned = outputs_of(call(), call_text)
-        if len(returned) != count:
-            raise InvalidCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
-        total = 0.0
-        for index, u in cotangents.items():
-            output = returned[index].detach()
-            if output.shape != shapes[index]:
-                problem = f"output {index} had shape {list(shapes[index])}, then {list(output.shape)}"
-                raise InvalidCall(call=call_text, problem=problem)
-            total += float(torch.sum(output.to(torch.float64) * u))
-        return total
-
-    gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
-    return GradientProblem(objective, views, gradients)
+    return derivative_problem(Bound(fn, inputs), ("rev",), seed=seed)
 
 
 def module_problem(module, loss_fn) -> GradientProblem:

@@ -31,9 +31,11 @@ SAME_SIZE_INTEGER = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.in
 
 
 def gradient_array(grad, tensor) -> np.ndarray:
-    """Autograd's gradient as a float64 array; None (unused) is zero."""
+    """Autograd's gradient as a float64 array; None (unused) is zero, a sparse one dense (``nn.Embedding(sparse=True)``)."""
     if grad is None:
         return np.zeros(tuple(tensor.shape))
+    if grad.layout != torch.strided:
+        grad = grad.to_dense()
     return grad.detach().to(torch.float64).numpy()
 
 

@@ -1,0 +1,107 @@
+"""A JAX function's derivatives of every order and mode, as ``jax.test_util.check_grads`` recurses, and
+the problem of each: reverse mode (its vjp, against ⟨u, ·⟩'s differences) or forward mode (its jvp, one
+ε per input).
+
+A derivative is again a function of the checked leaves: ``leaves ↦ vjp(g)(u)`` (one gradient per leaf)
+or ``leaves ↦ jvp(g, leaves, t)`` (the output tangents), so that they compose along a path of modes
+(:func:`derivative_function`); JAX nests both modes, forward over forward included (a rule inside
+``lax.while_loop``, which has no reverse mode). The derivative at depth d draws its u or tangents from
+``seed + d``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...check import Options
+from ...check.derivatives import DerivativeProblem, path_label
+from ...core.defaults import SEED
+from ...engine.cotangents import tangent, tangent_problem
+from ...engine.problem import GradientProblem
+from .call_checks import forward_call_checks, reverse_call_checks
+from .calls import Call, Cotangents, host_float64, jax, jnp
+
+__all__ = ["derivative_function", "derivative_problem", "leaf_tangents"]
+
+
+def leaf_tangents(call: Call, seed: int, only: int | None = None) -> tuple:
+    """Each checked leaf's tangent (:func:`~gradcheck_cli.engine.cotangents.tangent`) in its dtype;
+    with ``only``, that leaf's alone and zeros for the others."""
+    return tuple(
+        jnp.array(tangent(origin, index, seed).astype(origin.dtype))
+        if only in (None, index)
+        else jnp.zeros(origin.shape, origin.dtype)
+        for index, origin in enumerate(call.origins.values())
+    )
+
+
+def call_text(modes: tuple) -> str:
+    """How messages name the function a path's last mode differentiates."""
+    return "fn(*inputs)" if not modes else f"the {path_label(modes)} derivative of fn"
+
+
+def derivative_function(call: Call, modes: tuple, seed: int):
+    """``leaves ↦`` the derivative of fn along ``modes``, a pytree."""
+    g, primals = call, call.primals()
+    for depth, mode in enumerate(modes):
+        if mode == "rev":
+            u = Cotangents(g(*primals), seed + depth, call_text(modes[:depth])).tree
+            g = _pulled_back(g, u)
+        else:
+            g = _pushed_forward(g, leaf_tangents(call, seed + depth))
+    return g
+
+
+def _pulled_back(g, u):
+    return lambda *leaves: jax.vjp(g, *leaves)[1](u)
+
+
+def _pushed_forward(g, tangents):
+    return lambda *leaves: jax.jvp(g, leaves, tangents)[1]
+
+
+def derivative_problem(call: Call, path: tuple, options: Options | None = None, seed: int = SEED):
+    """The problem of ``path``: its last mode applied to fn's derivative along the modes before it; with
+    ``options`` a DerivativeProblem with its call checks, else the GradientProblem alone."""
+    seed = seed if options is None else options.seed
+    depth, below = len(path) - 1, tuple(path[:-1])
+    g = derivative_function(call, below, seed)
+    if path[-1] == "rev":
+        problem, calls, variation = reverse_problem(call, g, seed + depth, call_text(below), options)
+    else:
+        problem, calls, variation = *forward_problem_of(call, g, seed + depth, call_text(below), options), 0.0
+    return problem if options is None else DerivativeProblem(tuple(path), problem, calls, variation)
+
+
+def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None) -> tuple:
+    """``(GradientProblem of ⟨u, g(leaves)⟩ with its vjp, the call checks, their variation)``."""
+    outputs, pullback = jax.vjp(g, *call.primals())
+    first = Cotangents(outputs, seed, text)
+    grads = pullback(first.tree)
+    checks, variation = (), 0.0
+    if options is not None:
+        checks, variation = reverse_call_checks(call, outputs, pullback, grads, options, seed, text)
+    gradients = dict(zip(call.names, (host_float64(grad) for grad in grads)))
+    parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
+
+    def objective(_copies):
+        return first.inner(g(*(jnp.array(parameters[name]) for name in call.names)))
+
+    return GradientProblem(objective, parameters, gradients), checks, variation
+
+
+def forward_problem_of(call: Call, g, seed: int, text: str, options: Options | None) -> tuple:
+    """``(the tangent problem of g's jvp along each leaf's tangent alone, the call checks)``."""
+    primals = call.primals()
+    first = Cotangents(g(*primals), seed, text)
+    tangents, directional = {}, {}
+    for index, name in enumerate(call.names):
+        tangents[name] = tangent(call.origins[name], index, seed)
+        _, output_tangents = jax.jvp(g, tuple(primals), leaf_tangents(call, seed, only=index))
+        directional[name] = first.inner(output_tangents)
+    checks = () if options is None else forward_call_checks(call, g, options, seed)
+
+    def evaluate(points):
+        return first.inner(g(*(jnp.array(points.get(name, call.origins[name])) for name in call.names)))
+
+    return tangent_problem(call.origins, tangents, evaluate, directional), checks
