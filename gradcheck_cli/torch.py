@@ -21,10 +21,12 @@ How the problem is built (the cotangent u, views of the tensors' memory) is
 from __future__ import annotations
 
 from .adapters.torch import (
+    bound_inputs,
     cotangent,
     function_problem,
     function_problems,
     module_problem,
+    refuse_dense_check,
     tensor_problem,
     torch_problem,
 )
@@ -61,6 +63,7 @@ def check_function(fn, inputs, **options) -> GradientCheckReport:
     GradientCheckReport
     """
     options = options_of("check_function", options, functions=True)
+    refuse_dense_check(bound_inputs(fn, inputs)[0], options.masked)
     return check_problems(function_problems(fn, inputs, options), options)
 
 
@@ -71,6 +74,7 @@ def check_module(module, loss_fn, **options) -> GradientCheckReport:
     and ``module.training`` are as they were afterwards. ``options``: :class:`~gradcheck_cli.check.options.Options`.
     """
     options = options_of("check_module", options)
+    refuse_dense_check(dict(getattr(module, "named_parameters", dict)()), options.masked)
     return check_with(module_problem(module, loss_fn), options)
 
 

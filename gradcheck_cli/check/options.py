@@ -56,6 +56,9 @@ class Options:
         torch and JAX: the order of the derivative checked (2: the derivative of the gradient).
     modes : tuple of "rev" and "fwd", default ("rev",)
         torch and JAX: reverse mode (the vjp, a Function's backward) and/or forward mode (the jvp).
+    masked : bool, optional
+        torch's word for a sparse input: True (and None, the default) checks its stored values only;
+        False, the derivative at its unstored elements too, is refused (docs/torch.md, "Sparse inputs").
     kink_tolerance : float or Mapping[str, float], optional
         Tolerance on the one-sided slopes' scaled gap. Default: the one that goes with the step.
     coordinates : Mapping[str, iterable of index tuples], optional
@@ -75,6 +78,7 @@ class Options:
     fast: bool = False
     order: int = 1
     modes: tuple = ("rev",)
+    masked: bool | None = None
     kink_tolerance: None | float | Mapping = None
     coordinates: Mapping | None = None
     names: Iterable[str] | None = None
@@ -122,6 +126,8 @@ def options_of(entry: str, given: Mapping, *, functions: bool = False) -> Option
         raise InvalidArgument(argument="fast", value=repr(options.fast), expected="True or False")
     if options.fast:
         raise InvalidArgument(argument="fast", value="True", expected="False: the fast check is not available yet")
+    if options.masked is not None and not isinstance(options.masked, bool):
+        raise InvalidArgument(argument="masked", value=repr(options.masked), expected="True, False or None")
     if options.progress is not None and not callable(options.progress):
         raise InvalidArgument(argument="progress", value=type(options.progress).__name__, expected="callable")
     return dataclasses.replace(options, modes=_modes(options, entry, functions))

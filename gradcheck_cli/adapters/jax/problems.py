@@ -12,7 +12,7 @@ from ...core.defaults import SEED
 from ...engine.cotangents import tangent, tangent_problem
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidCall
-from .calls import Call, Cotangents, holds_an_array, host_float64, jax, jnp
+from .calls import Call, Cotangents, holds_an_array, host_float64, host_gradient, jax, jnp
 
 __all__ = ["function_problem", "forward_problem", "function_problems", "array_problem", "jax_problem"]
 
@@ -65,7 +65,7 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
 
         outputs, pullback = jax.vjp(outer, *call.primals())
         first = Cotangents(outputs, seed + 1, "the gradient of ⟨u, fn(*inputs)⟩")
-    gradients = dict(zip(call.names, (host_float64(grad) for grad in pullback(first.tree))))
+    gradients = dict(zip(call.names, (host_gradient(grad) for grad in pullback(first.tree))))
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
 
     def objective(_copies):

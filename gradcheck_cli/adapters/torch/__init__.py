@@ -22,8 +22,10 @@ left as the user set it, and every tensor is checked before the first call: CPU 
 """
 
 from ...engine.cotangents import cotangent
+from .calls import bound_inputs
 from .orders import double_backward_problem, forward_problem, function_problems
 from .problems import function_problem, module_problem, tensor_problem, torch_problem
+from .views import refuse_dense_check
 
 __all__ = [
     "cotangent",
@@ -34,4 +36,6 @@ __all__ = [
     "function_problems",
     "double_backward_problem",
     "forward_problem",
+    "bound_inputs",
+    "refuse_dense_check",
 ]

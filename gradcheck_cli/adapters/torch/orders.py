@@ -8,12 +8,12 @@ import numpy as np
 from ...check import Options
 from ...core.defaults import SEED
 from ...core.splitmix import MASK64
-from ...engine.cotangents import cotangent
 from ...engine.problem import GradientProblem
 from ...errors import InvalidCall
 from .calls import checked_inputs, outputs_of, vector_jacobian
+from .outputs import inner_product, output_cotangent, real_inner
 from .problems import function_problem
-from .views import gradient_array, torch
+from .views import gradient_array, refuse_layouts_in_forward_mode, torch
 
 __all__ = ["function_problems", "double_backward_problem", "forward_problem"]
 
@@ -47,14 +47,11 @@ def double_backward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     gradient. Arguments, names and errors as :func:`function_problem`'s.
     """
     named, call_text, call, checked, views = checked_inputs(fn, inputs)
-    directions = [
-        torch.from_numpy(cotangent(tuple(tensor.shape), index, (seed + 1) & MASK64))
-        for index, tensor in enumerate(checked.values())
-    ]
+    directions = [output_cotangent(tensor, index, (seed + 1) & MASK64) for index, tensor in enumerate(checked.values())]
 
     _, _, grads = vector_jacobian(call, call_text, checked, seed, create_graph=True)
     with torch.enable_grad():
-        terms = [torch.sum(g * v.to(g.dtype)) for g, v in zip(grads, directions) if g is not None and g.requires_grad]
+        terms = [real_inner(g, v) for g, v in zip(grads, directions) if g is not None and g.requires_grad]
         if terms:
             second = torch.autograd.grad(sum(terms[1:], terms[0]), list(checked.values()), allow_unused=True)
         else:
@@ -63,9 +60,7 @@ def double_backward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
 
     def objective(_views):
         grads = vector_jacobian(call, call_text, checked, seed)[2]
-        return sum(
-            float(torch.sum(g.detach().to(torch.float64) * v)) for g, v in zip(grads, directions) if g is not None
-        )
+        return sum(inner_product(g, v) for g, v in zip(grads, directions) if g is not None)
 
     gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), second)}
     return GradientProblem(objective, views, gradients)
@@ -87,6 +82,7 @@ def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     from ...engine.tensors import write_back
 
     named, call_text, call, checked, views = checked_inputs(fn, inputs)
+    refuse_layouts_in_forward_mode(checked)
     outputs, cotangents, _ = vector_jacobian(call, call_text, checked, seed)
     shapes = {index: tuple(outputs[index].shape) for index in cotangents}
     del outputs
@@ -103,7 +99,7 @@ def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
             if tuple(value.shape) != shapes[index]:
                 problem = f"output {index} had shape {list(shapes[index])}, then {list(value.shape)}"
                 raise InvalidCall(call=call_text, problem=problem)
-            total += float(torch.sum(value.detach().to(torch.float64) * u))
+            total += inner_product(value, u)
         return total
 
     directional = {}

@@ -4,11 +4,14 @@ parameters (:func:`module_problem`), a problem holding tensors (:func:`tensor_pr
 
 from __future__ import annotations
 
+import contextlib
+
 from ...core.defaults import SEED
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidArgument, InvalidCall, NotAProblem
 from .calls import checked_inputs, holds_a_tensor, outputs_of, scalar_loss, vector_jacobian
-from .views import gradient_array, probe_views, require_cpu, same_bits, torch
+from .outputs import inner_product
+from .views import dense_copies, gradient_array, probe_views, require_cpu, same_bits, torch
 
 __all__ = ["function_problem", "module_problem", "tensor_problem", "torch_problem"]
 
@@ -24,7 +27,8 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
         do not require grad are left out of ⟨u, ·⟩.
     inputs : tensor, sequence or mapping
         A tensor stands for ``(tensor,)``. Input tensors that require grad
-        (float64, float32 or bfloat16) are checked, named ``inputs[i]`` (or
+        (float64, float32, float16, bfloat16, complex128 or complex64: dense,
+        sparse COO or CSR, or mkldnn) are checked, named ``inputs[i]`` (or
         by their key); everything else is passed as is.
     seed : int
         The cotangents' seed (:func:`cotangent`).
@@ -32,7 +36,9 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     Returns
     -------
     GradientProblem
-        Parameters: numpy views of the checked tensors. Gradients: float64
+        Parameters: numpy views of the checked tensors (a sparse tensor's
+        stored values; an mkldnn tensor's dense copy, written into it before
+        each call and its own values back after). Gradients: float64 (complex128)
         arrays of autograd's vector-Jacobian product with u (zeros where
         autograd returns None). The objective ignores its argument and calls
         ``fn`` on ``inputs`` themselves, which the views write into.
@@ -44,16 +50,17 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
         after the analytic call, for outputs that cannot be checked
         (InvalidCall). Exceptions raised by ``fn`` propagate unchanged.
     """
-    named, call_text, call, checked, views = checked_inputs(fn, inputs)
+    named, call_text, call, checked, views = checked_inputs(fn, inputs, dense_copies=True)
 
     outputs, cotangents, grads = vector_jacobian(call, call_text, checked, seed)
+    copies = dense_copies(checked, views)
     differentiable = list(cotangents)
     shapes = {index: outputs[index].shape for index in differentiable}
     count = len(outputs)
     del outputs
 
     def objective(_views):
-        with torch.no_grad():
+        with torch.no_grad(), _written(copies):
             returned = outputs_of(call(), call_text)
         if len(returned) != count:
             raise InvalidCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
@@ -63,11 +70,24 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
             if output.shape != shapes[index]:
                 problem = f"output {index} had shape {list(shapes[index])}, then {list(output.shape)}"
                 raise InvalidCall(call=call_text, problem=problem)
-            total += float(torch.sum(output.to(torch.float64) * u))
+            total += inner_product(output, u)
         return total
 
     gradients = {name: gradient_array(grad, tensor) for (name, tensor), grad in zip(checked.items(), grads)}
     return GradientProblem(objective, views, gradients)
+
+
+@contextlib.contextmanager
+def _written(copies: dict):
+    """Each mkldnn input holding its dense copy's values (the probe) during the call, its own afterwards."""
+    saved = [(tensor, tensor.detach().clone()) for tensor, _ in copies.values()]
+    try:
+        for tensor, view in copies.values():
+            tensor.detach().copy_(torch.from_numpy(view).to_mkldnn())
+        yield
+    finally:
+        for tensor, original in saved:
+            tensor.detach().copy_(original)
 
 
 def module_problem(module, loss_fn) -> GradientProblem:
