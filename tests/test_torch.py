@@ -44,6 +44,7 @@ from gradcheck_cli.torch import (  # noqa: E402
     cotangent,
     function_problem,
     module_problem,
+    torch_problem,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1037,6 +1038,22 @@ def test_a_dense_check_of_a_sparse_input_is_refused_saying_why():
     assert check_function(torch.sum, (sparse_input("coo"),), masked=True).passed
     with pytest.raises(UnsupportedTensor, match="which forward mode does not check"):
         check_function(torch.sum, (sparse_input("coo"),), modes=("fwd",))
+    with pytest.raises(UnsupportedTensor, match="which order 2 does not check: check it at order 1"):
+        check_function(torch.sum, (sparse_input("coo"),), order=2)
+
+
+def test_a_problem_holding_a_sparse_or_complex_tensor_reads_its_gradient_where_it_is_probed():
+    s, z = sparse_input("coo", seed=3), complex_tensor(3, 5)
+
+    def objective(parameters):
+        return (parameters["s"].to_dense() ** 2).sum() + (parameters["z"].abs() ** 2).sum()
+
+    dense_gradient = 2 * s.detach().to_dense()  # dense, of the dense shape: read at the stored indices
+    for z_gradient, expected in ((2 * z.detach(), "passed"), (2 * z.detach().conj(), "failed")):
+        problem = (objective, {"s": s, "z": z}, {"s": dense_gradient, "z": z_gradient})
+        report = check_problem(torch_problem(problem), samples="all")
+        assert report.verdict == expected
+    assert report.failing_parameters == ("z",) and report.parameter("z").diagnosis.kind == "conjugate"
 
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch has no mkldnn")

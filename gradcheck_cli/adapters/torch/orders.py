@@ -13,7 +13,7 @@ from ...errors import InvalidCall
 from .calls import checked_inputs, outputs_of, vector_jacobian
 from .outputs import inner_product, output_cotangent, real_inner
 from .problems import function_problem
-from .views import gradient_array, refuse_layouts_in_forward_mode, torch
+from .views import gradient_array, refuse_other_layouts, torch
 
 __all__ = ["function_problems", "double_backward_problem", "forward_problem"]
 
@@ -47,6 +47,7 @@ def double_backward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     gradient. Arguments, names and errors as :func:`function_problem`'s.
     """
     named, call_text, call, checked, views = checked_inputs(fn, inputs)
+    refuse_other_layouts(checked, "order 2", "at order 1")
     directions = [output_cotangent(tensor, index, (seed + 1) & MASK64) for index, tensor in enumerate(checked.values())]
 
     _, _, grads = vector_jacobian(call, call_text, checked, seed, create_graph=True)
@@ -82,7 +83,7 @@ def forward_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     from ...engine.tensors import write_back
 
     named, call_text, call, checked, views = checked_inputs(fn, inputs)
-    refuse_layouts_in_forward_mode(checked)
+    refuse_other_layouts(checked, "forward mode", "in reverse mode (modes=('rev',))")
     outputs, cotangents, _ = vector_jacobian(call, call_text, checked, seed)
     shapes = {index: tuple(outputs[index].shape) for index in cotangents}
     del outputs

@@ -139,9 +139,11 @@ def module_problem(module, loss_fn) -> GradientProblem:
 def tensor_problem(problem: GradientProblem) -> GradientProblem:
     """A problem whose parameters or gradients are torch tensors, with numpy views and arrays instead.
 
-    Every tensor parameter is probed through a view of its own storage; the
-    objective is still called with the original mapping of tensors. Tensor
-    gradients become float64 arrays. Numpy values are kept as they are.
+    Every tensor parameter is probed through a view of its own storage (a
+    sparse one's stored values); the objective is still called with the
+    original mapping of tensors. Tensor gradients become float64 (complex128)
+    arrays, read at a sparse parameter's stored indices. Numpy values are
+    kept as they are.
     """
     tensors = {name: value for name, value in problem.parameters.items() if isinstance(value, torch.Tensor)}
     views = probe_views(tensors, tensors)
@@ -150,7 +152,7 @@ def tensor_problem(problem: GradientProblem) -> GradientProblem:
     for name, gradient in problem.gradients.items():
         if isinstance(gradient, torch.Tensor):
             require_cpu(f"gradients[{name!r}]", gradient)
-            gradient = gradient.detach().to(torch.float64).numpy()
+            gradient = gradient_array(gradient, tensors.get(name, gradient))  # a sparse one's at its stored values
         gradients[name] = gradient
     original, user_objective = problem.parameters, problem.objective
 

@@ -38,7 +38,7 @@ __all__ = [
     "memory_view",
     "dense_copies",
     "refuse_dense_check",
-    "refuse_layouts_in_forward_mode",
+    "refuse_other_layouts",
 ]
 
 PROBED_DTYPES = {
@@ -204,11 +204,14 @@ def refuse_dense_check(tensors: Mapping, masked) -> None:
             raise UnsupportedTensor(tensor=name, problem=problem)
 
 
-def refuse_layouts_in_forward_mode(checked: Mapping) -> None:
-    """Forward mode's tangents are dense: a sparse input is refused there (its reverse mode checks it)."""
+def refuse_other_layouts(checked: Mapping, check: str, instead: str) -> None:
+    """A sparse input where only dense ones are checked (forward mode's tangents and the double backward's
+    directions are dense) is refused, naming the ``check`` and what checks it ``instead``."""
     for name, tensor in checked.items():
         if tensor.layout != torch.strided:
-            problem = f"has layout {tensor.layout}, which forward mode does not check: check it in reverse mode (modes=('rev',)) or pass .to_dense()"
+            problem = (
+                f"has layout {tensor.layout}, which {check} does not check: check it {instead} or pass .to_dense()"
+            )
             raise UnsupportedTensor(tensor=name, problem=problem)
 
 
