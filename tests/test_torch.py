@@ -919,6 +919,7 @@ def test_complex_outputs_and_a_mix_of_complex_and_real_outputs_are_checked_throu
     for fn, inputs in (
         (lambda x: torch.complex(x.sin(), x.cos()), (x,)),
         (lambda z: (z * z.exp(), torch.real(z) ** 2), (z,)),
+        (lambda z: (z * z).sum(), (z,)),  # a 0-d complex output
     ):
         assert torch_verdict(fn, inputs) and check_function(fn, inputs).passed
 

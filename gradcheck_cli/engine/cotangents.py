@@ -58,7 +58,7 @@ def complex_cotangent(shape, index: int, seed: int = SEED) -> np.ndarray:
     as the real and imaginary parts of a complex128 array, so that ⟨u, y⟩ = Σ Re u·Re y + Im u·Im y takes
     the real and imaginary parts of y as two real outputs."""
     parts = cotangent(tuple(shape) + (2,), index, seed)
-    return parts[..., 0] + 1j * parts[..., 1]
+    return np.asarray(parts[..., 0] + 1j * parts[..., 1])  # a 0-d array for a 0-d output, not a scalar
 
 
 def tangent(values: np.ndarray, input_index: int, seed: int = SEED) -> np.ndarray:
