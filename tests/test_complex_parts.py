@@ -168,3 +168,23 @@ def test_every_holomorphic_power_passes_and_its_conjugate_fails(power, seed, dty
     assert check_gradients(objective, {"z": z}, {"z": right.astype(dtype)}, samples="all").passed
     wrong = check_gradients(objective, {"z": z}, {"z": np.conj(right).astype(dtype)}, samples="all")
     assert wrong.verdict == FAILED
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("failing_call", [2, 5, 9])
+@pytest.mark.parametrize("raised", [RuntimeError, KeyboardInterrupt])
+def test_a_complex_parameter_is_restored_bit_for_bit_when_the_objective_raises(dtype, failing_call, raised):
+    objective, gradient = modulus_plus_linear(np.ones((2, 2)))
+    z = point((2, 2), dtype)
+    saved = z.tobytes()
+    calls = []
+
+    def failing(parameters):
+        calls.append(1)
+        if len(calls) == failing_call:
+            raise raised("inside the objective")
+        return objective(parameters)
+
+    with pytest.raises(raised):
+        check_gradients(failing, {"z": z}, {"z": gradient(z)})
+    assert z.tobytes() == saved

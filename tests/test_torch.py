@@ -1099,3 +1099,30 @@ def test_an_unsupported_tensor_on_the_command_line_is_one_line_and_exit_status_2
         "Error: tensor 'inputs[0]' has dtype torch.complex32; gradcheck probes float64, float32, float16, bfloat16, "
         "complex128 and complex64 tensors; the nearest is complex64: pass .to(torch.complex64)"
     ]
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr", "mkldnn", "complex"])
+def test_a_sparse_mkldnn_or_complex_input_is_restored_bit_for_bit_when_fn_raises(kind):
+    if kind == "mkldnn" and not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no mkldnn")
+    values = torch.rand(6, dtype=torch.float32, generator=torch.Generator().manual_seed(4))
+    make = {
+        "coo": lambda: sparse_input("coo"),
+        "csr": lambda: sparse_input("csr"),
+        "mkldnn": lambda: values.to_mkldnn().requires_grad_(),
+        "complex": lambda: complex_tensor(4, 6),
+    }[kind]
+    x = make()
+    dense = lambda t: torch.view_as_real(t.detach()) if t.is_complex() else t.detach().to_dense()  # noqa: E731
+    saved = dense(x).clone()
+    calls = []
+
+    def fn(t):
+        calls.append(1)
+        if len(calls) == 6:
+            raise RuntimeError("inside fn")
+        return (t.to_dense() if t.layout != torch.strided else t) * 2
+
+    with pytest.raises(RuntimeError, match="inside fn"):
+        check_function(fn, (x,))
+    assert torch.equal(dense(x), saved)
