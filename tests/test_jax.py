@@ -425,3 +425,19 @@ def test_float16_leaves_are_probed_in_float16_and_their_verdicts_are_check_grads
         assert check_grads_verdict(scaled_sine(factor), (x,), **loose) == expected
         report = check_function(scaled_sine(factor), (x,))
         assert report.verdict == expected and report.parameters[0].dtype == "float16"
+
+
+def test_a_problem_with_complex_jax_arrays_takes_jax_grads_convention():
+    z = complex_points(3)
+
+    def loss(p):
+        return jnp.sum(jnp.abs(p["z"]) ** 2 + jnp.real(p["z"] ** 3))
+
+    gradient = jax.grad(loss)({"z": z})  # JAX's convention: conj of ∂f/∂Re z + i·∂f/∂Im z
+    from gradcheck_cli import check_problem
+
+    problem = jax_problem((lambda p: float(loss(p)), {"z": z}, gradient))
+    assert check_problem(problem, samples="all").passed
+    wrong = jax_problem((problem.objective, {"z": z}, {"z": jnp.conj(gradient["z"])}))
+    report = check_problem(wrong, samples="all")
+    assert report.failing_parameters == ("z",) and report.parameters[0].diagnosis.kind == "conjugate"

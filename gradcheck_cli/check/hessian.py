@@ -222,7 +222,7 @@ def _probed_dtype(name: str, array):
             raise InvalidArgument(argument="parameters", value=short_repr(array), expected="a numpy array")
         if not array.flags.writeable:
             raise ReadOnlyArray(role="parameters", during_check=False)
-        return probe_dtype(array.dtype)
+        return probe_dtype(array.dtype, role="real parameters")  # no complex ones here
     except GradCheckError as error:
         raise AtParameter(parameter=name, source=error) from error
 

@@ -12,7 +12,7 @@ from ...core.defaults import SEED
 from ...engine.cotangents import tangent, tangent_problem
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidCall
-from .calls import Call, Cotangents, holds_an_array, host_float64, host_gradient, jax, jnp
+from .calls import Call, Cotangents, holds_an_array, host_gradient, jax, jnp
 
 __all__ = ["function_problem", "forward_problem", "function_problems", "array_problem", "jax_problem"]
 
@@ -100,14 +100,16 @@ def array_problem(problem: GradientProblem) -> GradientProblem:
     """A problem whose parameters or gradients are JAX arrays, with writable host copies and float64 arrays.
 
     The objective is called with the mapping of copies (JAX functions take
-    numpy arrays); numpy values are kept as they are.
+    numpy arrays); numpy values are kept as they are. A complex JAX gradient
+    is in JAX's convention (what ``jax.grad`` returns) and is conjugated
+    into gradcheck's; a numpy one is taken as gradcheck's.
     """
     parameters = {}
     for name, value in problem.parameters.items():
         parameters[name] = np.array(value, copy=True) if isinstance(value, jax.Array) else value
     gradients = {}
     for name, value in problem.gradients.items():
-        gradients[name] = host_float64(value) if isinstance(value, jax.Array) else value
+        gradients[name] = host_gradient(value) if isinstance(value, jax.Array) else value  # JAX's convention
     user_objective = problem.objective
 
     def objective(arrays):
