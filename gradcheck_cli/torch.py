@@ -1,4 +1,5 @@
-"""Check torch code directly: autograd Functions and modules, in float64, float32 and bfloat16.
+"""Check torch code directly: autograd Functions and modules, in float64, float32, float16 and bfloat16,
+complex128 and complex64, dense, sparse or mkldnn.
 
     import torch
     from gradcheck_cli.torch import check_function
@@ -10,8 +11,9 @@
 ``inputs`` is a tuple, as ``torch.autograd.gradcheck(fn, inputs)`` takes it (a single tensor, a list
 or a mapping of keyword arguments too), and every option is one of
 :class:`~gradcheck_cli.check.options.Options`, the same as ``check_gradients``' and the JAX
-adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1 or 2) and ``modes``
-(``("rev",)`` the backward, ``("fwd",)`` a Function's ``jvp``, or both). The report is a
+adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1 or 2), ``modes``
+(``("rev",)`` the backward, ``("fwd",)`` a Function's ``jvp``, or both) and ``masked`` (a sparse
+input's stored values; ``False`` is refused). The report is a
 :class:`~gradcheck_cli.check.records.GradientCheckReport`; with both modes, each parameter's name ends
 in `` (rev)`` or `` (fwd)``. Every input is bit-identical afterwards, and no ``.grad`` is written.
 How the problem is built (the cotangent u, views of the tensors' memory) is

@@ -120,7 +120,7 @@ def check_hessian_vector_product(
         H·w at the unperturbed parameters for a direction w (float64 arrays
         by name): one array per parameter, same shapes.
     parameters : Mapping[str, np.ndarray]
-        Writable float64, float32 or bfloat16 arrays; bit-identical afterwards on every path.
+        Writable float64, float32, float16 or bfloat16 arrays; bit-identical afterwards on every path.
     direction : Mapping[str, np.ndarray], optional
         v per parameter; default :func:`~gradcheck_cli.engine.cotangents.tangent` of
         each (seed, the parameter's position), scaled like the default step.

@@ -24,12 +24,14 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
     ----------
     fn : callable
         Any JAX-differentiable function of ``inputs`` returning a pytree of
-        arrays; output leaves that are not floating point are left out of ⟨u, ·⟩.
+        arrays; output leaves that are not floating point or complex are left out of ⟨u, ·⟩,
+        a complex one counts as its real and imaginary parts.
     inputs : tuple of pytrees
         The arguments, as ``jax.test_util.check_grads(f, args)`` takes them (one array
-        stands for a 1-tuple). Leaves that are arrays (JAX or numpy) of float64, float32 or
-        bfloat16, or Python floats (JAX's default float dtype), are checked; everything
-        else is passed as is (close over what should not be checked).
+        stands for a 1-tuple). Leaves that are arrays (JAX or numpy) of float64, float32,
+        float16, bfloat16, complex128 or complex64, or Python floats (JAX's default float
+        dtype), are checked; everything else is passed as is (close over what should not
+        be checked).
     seed : int
         The cotangents' seed (:func:`~gradcheck_cli.engine.cotangents.cotangent`).
     order : 1 or 2
@@ -41,7 +43,8 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
     -------
     GradientProblem
         Parameters: writable host copies of the checked leaves, by pytree
-        path. Gradients: float64 arrays. The objective rebuilds ``inputs``
+        path. Gradients: float64 arrays (complex128, conjugated out of JAX's
+        convention into gradcheck's, docs/jax.md "Complex numbers"). The objective rebuilds ``inputs``
         from the copies at every call.
 
     Raises

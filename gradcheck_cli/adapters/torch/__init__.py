@@ -18,7 +18,8 @@ for CUDA, is docs/torch.md.
 
 No ``.grad`` is written (``torch.autograd.grad``, never ``.backward()``), the module's training mode is
 left as the user set it, and every tensor is checked before the first call: CPU only
-(:class:`UnsupportedDevice`), dense, no element sharing memory with another, no two tensors sharing memory.
+(:class:`UnsupportedDevice`), dense (or sparse COO and CSR, probed in their stored values; mkldnn through
+a dense copy), no element sharing memory with another, no two tensors sharing memory.
 """
 
 from ...engine.cotangents import cotangent
