@@ -384,3 +384,15 @@ def test_float16_defaults_are_its_own():
     parameter = report.parameters[0]
     assert parameter.dtype == "float16" and parameter.tolerance == FLOAT16.tolerance
     assert parameter.checks[0].difference.requested_step == FLOAT16.default_step(float(x[0]))
+
+
+def test_a_doubled_float16_gradient_whose_estimates_carry_truncation_fails():
+    # Σ tanh x at the float16 points of seed 13: at x = 1.095 the estimate at h is 0.3635 ± 0.065
+    # (truncation at float16's step 0.109), so a doubled gradient 0.7246 is a relative error of 0.498,
+    # just under ½: "of the gradient's own order" within the estimate's bar, it fails (it was
+    # inconclusive at every coordinate, h/10's bar too wide and 10h's slopes apart).
+    x = np.random.default_rng(13).uniform(-1.5, 1.5, 6).astype(np.float16)
+    right = (1 - np.tanh(x.astype(np.float64)) ** 2).astype(np.float16)
+    first = check_gradients(_wide_tanh, {"x": x}, {"x": 2 * right}, samples="all").parameters[0].checks[0]
+    assert first.estimates[0].relative_error < 0.5 and first.verdict == "failed"
+    assert check_gradients(_wide_tanh, {"x": x}, {"x": right}, samples="all").passed
