@@ -65,7 +65,8 @@ def check_function(fn, inputs, **options) -> GradientCheckReport:
     GradientCheckReport
     """
     options = options_of("check_function", options, functions=True)
-    refuse_dense_check(bound_inputs(fn, inputs)[0], options.masked)
+    if options.masked is False:
+        refuse_dense_check(bound_inputs(fn, inputs)[0])
     return check_problems(function_problems(fn, inputs, options), options)
 
 
@@ -76,7 +77,8 @@ def check_module(module, loss_fn, **options) -> GradientCheckReport:
     and ``module.training`` are as they were afterwards. ``options``: :class:`~gradcheck_cli.check.options.Options`.
     """
     options = options_of("check_module", options)
-    refuse_dense_check(dict(getattr(module, "named_parameters", dict)()), options.masked)
+    if options.masked is False:
+        refuse_dense_check(dict(getattr(module, "named_parameters", dict)()))
     return check_with(module_problem(module, loss_fn), options)
 
 

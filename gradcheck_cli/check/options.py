@@ -58,7 +58,7 @@ class Options:
         torch and JAX: reverse mode (the vjp, a Function's backward) and/or forward mode (the jvp).
     masked : bool, optional
         torch's word for a sparse input: True (and None, the default) checks its stored values only;
-        False, the derivative at its unstored elements too, is refused (docs/torch.md, "Sparse inputs").
+        False, the derivative at its unstored elements too, is refused (docs/torch.md, "Sparse and mkldnn inputs").
     kink_tolerance : float or Mapping[str, float], optional
         Tolerance on the one-sided slopes' scaled gap. Default: the one that goes with the step.
     coordinates : Mapping[str, iterable of index tuples], optional

@@ -189,11 +189,10 @@ def dense_copies(checked: Mapping, views: Mapping) -> dict:
     return {name: (tensor, views[name]) for name, tensor in checked.items() if tensor.layout == torch._mkldnn}
 
 
-def refuse_dense_check(tensors: Mapping, masked) -> None:
-    """A sparse tensor to check with ``masked=False`` (the derivative at its unstored elements too) is refused:
-    a probe there would have to store the element, changing the tensor's layout and what ``fn`` computes."""
-    if masked is None or masked:
-        return
+def refuse_dense_check(tensors: Mapping) -> None:
+    """With ``masked=False`` (the derivative at a sparse tensor's unstored elements too), a sparse tensor to
+    check is refused: a probe there would have to store the element, changing the tensor's layout and
+    what ``fn`` computes."""
     for name, tensor in tensors.items():
         if isinstance(tensor, torch.Tensor) and tensor.requires_grad and tensor.layout in SPARSE_LAYOUTS:
             problem = (
