@@ -189,6 +189,22 @@ class ComplexSquare(Function):
         return grad_output * derivative, None
 
 
+class SparseScale(Function):
+    """A sparse s ↦ 2·dense(s), whose backward is ``factor``·grad on s's stored pattern (2 is right)."""
+
+    @staticmethod
+    def forward(ctx, s, factor):
+        ctx.save_for_backward(s)
+        ctx.factor = factor
+        return 2 * s.to_dense()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (s,) = ctx.saved_tensors
+        pattern = s.coalesce() if s.layout == torch.sparse_coo else s
+        return (ctx.factor * grad_output).sparse_mask(pattern), None
+
+
 class ForwardOnly(Function):
     """(x, y) ↦ (x·scale, y) with only a ``jvp`` (test_gradcheck_forward_ad_runs_with_no_requires_grad's UserFn)."""
 
@@ -380,6 +396,9 @@ FORWARD = {"check_forward_ad": True}
 ONLY_FORWARD = {**FORWARD, "check_backward_ad": False, "check_undefined_grad": False, "check_batched_grad": False}
 FWD_OVER_REV = {"check_fwd_over_rev": True}
 MISMATCH = "Jacobian mismatch for output 0 with respect to input 0"
+#: torch's undefined-gradient check cannot run a backward that calls sparse_mask: these are asked without it.
+SPARSE_FUNCTION = {**MASKED, "check_undefined_grad": False}
+COMPLEX64 = {"eps": 1e-3, "atol": 1e-2, "rtol": 1e-2}
 BOTH_MODES = {"modes": ("fwd", "rev")}
 
 # fmt: off
@@ -434,6 +453,16 @@ COMPLEX = [
     Scenario("clone + hook 1e-2, C → C", AUTOGRAD + "jacobian_mismatch", "complex inputs (Wirtinger)",
              with_hook(lambda g: g + 1e-2), lambda: (torch.ones(2, 2, dtype=torch.complex128, requires_grad=True),),
              fails("GradcheckError", "While considering the imaginary part of complex outputs only")),
+    Scenario("Re z², conjugated backward (a real output)", "complex autograd Function", "complex inputs (Wirtinger)",
+             lambda z: ComplexSquare.apply(z, True).real, lambda: (tensor(4, 40, torch.complex128),),
+             fails("GradcheckError", MISMATCH)),
+    Scenario("z² in complex64, right backward", "complex autograd Function", "complex inputs (Wirtinger)",
+             lambda z: ComplexSquare.apply(z, False), lambda: (tensor(3, 41, torch.complex64),), PASSES,
+             TorchCheck(options=COMPLEX64)),
+    Scenario("z² in complex64, conjugated backward", "complex autograd Function", "complex inputs (Wirtinger)",
+             lambda z: ComplexSquare.apply(z, True), lambda: (tensor(3, 41, torch.complex64),),
+             fails("GradcheckError", "While considering the imaginary part of complex outputs only"),
+             TorchCheck(options=COMPLEX64)),
     Scenario("complex(sin x, cos x), R → C", "complex output of a real function", "complex outputs",
              lambda x: torch.complex(x.sin(), x.cos()), lambda: (tensor(3, 9),), PASSES),
     Scenario("(complex(x, y), x + 1)", AUTOGRAD + "complex_non_complex_outputs", "mixed complex and real outputs",
@@ -515,6 +544,15 @@ SPARSE = [
              lambda: (torch.ones(1, dtype=torch.float64).to_sparse().requires_grad_(),),
              fails("GradcheckError", "backward not multiplied by grad_output"),
              TorchCheck(options={**MASKED, "atol": 1e-1})),
+    Scenario("2·dense(s), sparse COO, backward on the pattern", "a sparse autograd Function", "sparse inputs (COO/CSR)",
+             lambda s: SparseScale.apply(s, 2.0), lambda: (sparse(torch.sparse_coo, (3, 3), 42),), PASSES,
+             TorchCheck(options=SPARSE_FUNCTION)),
+    Scenario("2·dense(s), sparse COO, backward ×2", "a sparse autograd Function", "sparse inputs (COO/CSR)",
+             lambda s: SparseScale.apply(s, 4.0), lambda: (sparse(torch.sparse_coo, (3, 3), 42),),
+             fails("GradcheckError", MISMATCH), TorchCheck(options=SPARSE_FUNCTION)),
+    Scenario("2·dense(s), sparse CSR, backward ×2", "a sparse autograd Function", "sparse inputs (COO/CSR)",
+             lambda s: SparseScale.apply(s, 4.0), lambda: (sparse(torch.sparse_csr, (3, 3), 43),),
+             fails("GradcheckError", MISMATCH), TorchCheck(options=SPARSE_FUNCTION)),
     Scenario("sparse output", AUTOGRAD + "test_outputs", "sparse inputs (COO/CSR)",
              lambda s: s, lambda: (sparse(torch.sparse_coo, (10,), 20),),
              refuses("ValueError", "Sparse output is not supported at gradcheck yet"), TorchCheck(options=MASKED)),
@@ -547,6 +585,11 @@ LAYOUTS = [
              lambda a, b: a + b.to_dense(),
              lambda: (tensor(10, 25, torch.float32), tensor(10, 26, torch.float32, grad=False).to_mkldnn().requires_grad_()),
              PASSES, TorchCheck(options={"atol": 1e-1, "check_batched_grad": False})),
+    Scenario("dense + mkldnn input, backward ×2", "an mkldnn input", "mkldnn layout",
+             lambda a, b: a + Sine.apply(b.to_dense(), 2.0),
+             lambda: (tensor(10, 44, torch.float32), tensor(10, 45, torch.float32, grad=False).to_mkldnn().requires_grad_()),
+             fails("GradcheckError", "Jacobian mismatch for output 0 with respect to input 1"),
+             TorchCheck(options={"atol": 1e-1, "check_batched_grad": False, "check_undefined_grad": False})),
     Scenario("mkldnn input, forward mode", AUTOGRAD + "validates_input_mkldnn", "mkldnn layout",
              lambda m: m.to_dense(), lambda: (torch.ones(1).to_mkldnn().requires_grad_(),),
              refuses("ValueError", "MKLDNN inputs are not support for forward AD gradcheck"),

@@ -1,4 +1,5 @@
-"""Check torch code directly: autograd Functions and modules, in float64, float32 and bfloat16.
+"""Check torch code directly: autograd Functions and modules, in float64, float32, float16 and bfloat16,
+complex128 and complex64, dense, sparse or mkldnn.
 
     import torch
     from gradcheck_cli.torch import check_function
@@ -12,7 +13,8 @@ or a mapping of keyword arguments too), and every option is one of
 :class:`~gradcheck_cli.check.options.Options`, the same as ``check_gradients``' and the JAX
 adapter's: ``samples``, ``step``, ``tolerance``, ``seed``, ``jobs``, ``order`` (1, 2 or 3: every order
 up to it), ``modes`` (``("rev",)`` the backward, ``("fwd",)`` a Function's ``jvp``, or both),
-``batched`` and ``nondet_tol``. The report is a :class:`~gradcheck_cli.check.records.GradientCheckReport`;
+``batched``, ``nondet_tol`` and ``masked`` (a sparse input's stored values; ``False`` is refused).
+The report is a :class:`~gradcheck_cli.check.records.GradientCheckReport`;
 with several derivatives each parameter's name ends in its path, `` (rev)``, `` (fwd)``, `` (fwd∘rev)``,
 and its ``calls`` hold the checks of the backward's calls (determinism, undefined output gradients,
 batching). Every input is bit-identical afterwards, and no ``.grad`` is written.
@@ -23,10 +25,12 @@ How the problem is built (the cotangent u, views of the tensors' memory) is
 from __future__ import annotations
 
 from .adapters.torch import (
+    bound_inputs,
     cotangent,
     function_problem,
     function_problems,
     module_problem,
+    refuse_dense_check,
     tensor_problem,
     torch_problem,
 )
@@ -64,6 +68,8 @@ def check_function(fn, inputs, **options) -> GradientCheckReport:
     GradientCheckReport
     """
     options = options_of("check_function", options, functions=True)
+    if options.masked is False:
+        refuse_dense_check(bound_inputs(fn, inputs)[0])
     return check_problems(function_problems(fn, inputs, options), options)
 
 
@@ -74,6 +80,8 @@ def check_module(module, loss_fn, **options) -> GradientCheckReport:
     and ``module.training`` are as they were afterwards. ``options``: :class:`~gradcheck_cli.check.options.Options`.
     """
     options = options_of("check_module", options)
+    if options.masked is False:
+        refuse_dense_check(dict(getattr(module, "named_parameters", dict)()))
     return check_with(module_problem(module, loss_fn), options)
 
 

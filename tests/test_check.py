@@ -467,6 +467,10 @@ def test_bad_mappings_are_refused(parameters, gradients, error_type, message):
     assert str(refused(error_type, parameters, gradients)) == message
 
 
+#: What an unsupported parameter dtype's message ends with: the supported ones and the nearest.
+UNSUPPORTED_TAIL = "expected float64, float32, float16, bfloat16, complex128 or complex64; the nearest is float64: pass .astype('float64')"
+
+
 def read_only(array):
     array.flags.writeable = False
     return array
@@ -477,16 +481,17 @@ def read_only(array):
     [
         ([1.0, 2.0], np.ones(2), InvalidArgument, "parameters must be a numpy array, got list"),
         (
-            np.ones(2, dtype=np.float16),
-            np.ones(2),
-            UnsupportedDtype,
-            "parameters array has dtype float16; expected float64, float32 or bfloat16",
-        ),
-        (
             np.ones(2, dtype=np.int64),
             np.ones(2),
             UnsupportedDtype,
-            "parameters array has dtype int64; expected float64, float32 or bfloat16",
+            "parameters array has dtype int64; " + UNSUPPORTED_TAIL,
+        ),
+        (
+            np.ones(2, dtype=np.clongdouble),
+            np.ones(2),
+            UnsupportedDtype,
+            f"parameters array has dtype {np.dtype(np.clongdouble).name}; "
+            + UNSUPPORTED_TAIL.replace("float64: pass .astype('float64')", "complex128: pass .astype('complex128')"),
         ),
         (
             read_only(np.ones(2)),

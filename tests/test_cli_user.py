@@ -475,7 +475,11 @@ def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, m
             "got a value of type int",
         ),
         ("shape_mismatch", "parameter 'w': parameter shape [3] does not match analytic-gradient shape [1, 3]"),
-        ("integers", "parameter 'w': parameters array has dtype int64; expected float64, float32 or bfloat16"),
+        (
+            "integers",
+            "parameter 'w': parameters array has dtype int64; expected float64, float32, float16, bfloat16, "
+            "complex128 or complex64; the nearest is float64: pass .astype('float64')",
+        ),
         (
             "nan_parameter",
             "parameter 'w': gradient check at coordinate [1] failed: gradient-check point NaN must be finite",

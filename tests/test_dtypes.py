@@ -21,7 +21,8 @@ from gradcheck_cli.errors import (
 )
 
 FLOAT64, FLOAT32, BFLOAT16 = PROBE_DTYPES["float64"], PROBE_DTYPES["float32"], PROBE_DTYPES["bfloat16"]
-NUMPY_TYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": bfloat16}
+FLOAT16 = PROBE_DTYPES["float16"]
+NUMPY_TYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": bfloat16}
 
 
 def stored(value, name):
@@ -32,7 +33,7 @@ def stored(value, name):
 # --- the formats -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["float64", "float32", with_module("ml_dtypes", "bfloat16")])
+@pytest.mark.parametrize("name", ["float64", "float32", "float16", with_module("ml_dtypes", "bfloat16")])
 def test_formats_match_numpy_and_ml_dtypes(name):
     info = require("ml_dtypes").finfo(bfloat16) if name == "bfloat16" else np.finfo(NUMPY_TYPES[name])
     fmt = probe_dtype(NUMPY_TYPES[name])
@@ -52,6 +53,8 @@ def test_formats_match_numpy_and_ml_dtypes(name):
         ("float64", 6.055454452393339e-06, 2.460783300575924e-03),
         ("float32", 4.921566601151848e-03, 7.015387801933581e-02),
         ("bfloat16", 1.984251314960249e-01, 4.454493590701697e-01),
+        # ε = 2⁻¹⁰: 2^(−10/3) and 2^(−10/6), the same way.
+        ("float16", 9.921256574801247e-02, 3.149802624737183e-01),
     ],
 )
 def test_default_step_tolerance_and_kink_tolerance(name, cube_root, sixth_root):
@@ -65,17 +68,31 @@ def test_default_step_tolerance_and_kink_tolerance(name, cube_root, sixth_root):
     assert fmt.default_step(-300.0) == 300.0 * fmt.step_factor
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.int64, np.complex128, np.bool_, "U3"])
-def test_other_dtypes_are_rejected(dtype):
+@pytest.mark.parametrize(
+    "dtype, nearest",
+    [(np.int64, "float64"), (np.complex128, "complex128"), (np.bool_, "float64"), ("U3", "float64")],
+)
+def test_other_dtypes_are_rejected_naming_the_nearest_supported_one(dtype, nearest):
+    # A complex array is no probed dtype: check_gradients takes it as its real and imaginary parts.
     with pytest.raises(UnsupportedDtype) as caught:
         probe_dtype(np.dtype(dtype))
-    assert (
-        str(caught.value) == f"parameters array has dtype {np.dtype(dtype).name}; expected float64, float32 or bfloat16"
+    assert str(caught.value) == (
+        f"parameters array has dtype {np.dtype(dtype).name}; expected float64, float32, float16, bfloat16, "
+        f"complex128 or complex64; the nearest is {nearest}: pass .astype({nearest!r})"
     )
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.int32])
-def test_float16_and_int_arrays_are_still_rejected_by_the_tensor_check(dtype):
+def test_scalar_advice_names_no_complex_dtype():
+    with pytest.raises(UnsupportedDtype) as caught:
+        probe_dtype("complex64", role="probed")
+    assert str(caught.value) == (
+        "probed array has dtype complex64; expected float64, float32, float16 or bfloat16; "
+        "the nearest is float32: pass .astype('float32')"
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.complex64])
+def test_int_and_complex_arrays_are_still_rejected_by_the_chapters_tensor_check(dtype):
     with pytest.raises(UnsupportedDtype) as caught:
         sampled_tensor_gradient_check(np.zeros(3, dtype=dtype), np.zeros(3), 1e-3, 1e-3, 1, np.sum)
     assert caught.value.role == "parameters" and caught.value.dtype == np.dtype(dtype).name
@@ -127,6 +144,23 @@ def test_bfloat16_probes_never_depend_on_how_ml_dtypes_converts_float64():
     assert float(np.asarray(value).astype(bfloat16)) in (1.0, 1.0 + 2.0**-7)
     assert BFLOAT16.round_exact(Fraction(value)) == 1.0 + 2.0**-7
     assert dtype_perturbations(1.0, 2.0**-8 + 2.0**-30, BFLOAT16).plus_point == 1.0 + 2.0**-7
+
+
+def test_float16_probe_is_one_rounding_of_the_exact_sum_not_of_the_float64_sum():
+    # θ = 1, h = 2⁻¹¹ + 2⁻⁶³: exact 1 + h lies 2⁻⁶³ above the float16 halfway point 1 + 2⁻¹¹ (float16's
+    # spacing above 1 is 2⁻¹⁰), so the probe is 1 + 2⁻¹⁰; the f64 sum is the tie itself, which numpy's
+    # conversion rounds to even: 1.0, a probe collapsed onto θ.
+    step = 2.0**-11 + 2.0**-63
+    assert float(np.float16(1.0 + step)) == 1.0
+    geometry = dtype_perturbations(1.0, step, FLOAT16)
+    assert (geometry.minus_point, geometry.plus_point) == (1.0 - 2.0**-11, 1.0 + 2.0**-10)
+    # float16's subnormals: 2⁻²⁴ is the smallest, and 3·2⁻²⁵ the tie between 2⁻²⁴ and 2⁻²³ (even).
+    assert FLOAT16.round_exact(Fraction(3, 2**25)) == 2.0**-23
+    assert FLOAT16.round_exact(Fraction(1, 2**25)) == 0.0
+    # Past 65504 + 16 (half an ulp of the largest float16) a probe overflows.
+    with pytest.raises(PerturbationNotFinite):
+        dtype_perturbations(65504.0, 16.0, FLOAT16)
+    assert FLOAT16.round_exact(Fraction(65504) + Fraction(15)) == 65504.0
 
 
 def test_subnormal_ties_round_to_even():
@@ -202,13 +236,18 @@ def nearest_by_bracketing(exact: Fraction, candidate: float, name: str) -> float
     return float(min(finite, key=key))
 
 
-@pytest.mark.parametrize("name", ["float32", with_module("ml_dtypes", "bfloat16")])
+#: The largest magnitude drawn for each dtype's points and steps (float16's largest value is 65504).
+LARGEST = {"float32": 1e30, "bfloat16": 1e30, "float16": 6e4}
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", with_module("ml_dtypes", "bfloat16")])
 @given(data=st.data())
 def test_probes_are_the_nearest_values_of_the_dtype(name, data):
     # Oracle: among a probe and its two neighbours in the dtype (numpy's nextafter), the probe is the
     # closest to the exact θ ∓ h, measured with exact rationals, ties going to the even significand.
-    point = stored(data.draw(st.floats(min_value=-1e30, max_value=1e30)), name)
-    step = data.draw(st.floats(min_value=1e-30, max_value=1e30))
+    largest = LARGEST[name]
+    point = stored(data.draw(st.floats(min_value=-largest, max_value=largest)), name)
+    step = data.draw(st.floats(min_value=1e-30, max_value=largest))
     try:
         geometry = dtype_perturbations(point, step, PROBE_DTYPES[name])
     except (PerturbationUnchanged, PerturbationNotFinite):
@@ -230,11 +269,15 @@ def test_float64_probes_are_exactly_the_chapters(point, step):
     assert dtype_perturbations(point, step, FLOAT64) == expected
 
 
-@pytest.mark.parametrize("name, smallest", [("float32", 2.0**-36), with_module("ml_dtypes", "bfloat16", 2.0**-47)])
+@pytest.mark.parametrize(
+    "name, smallest",
+    [("float32", 2.0**-36), ("float16", 2.0**-24), with_module("ml_dtypes", "bfloat16", 2.0**-47)],
+)
 @given(data=st.data())
 def test_default_step_spacings_are_exact_differences_of_the_stored_values(name, smallest, data):
-    # The documented range: exact for θ = 0 and for every |θ| ≥ 2⁻³⁶ (float32) or 2⁻⁴⁷ (bfloat16).
-    magnitude = data.draw(st.one_of(st.just(0.0), st.floats(min_value=smallest, max_value=1e30)))
+    # The documented range: exact for θ = 0 and for every |θ| ≥ 2⁻³⁶ (float32) or 2⁻⁴⁷ (bfloat16);
+    # float16's every value (down to its smallest subnormal 2⁻²⁴) and probe differ by at most 40 bits.
+    magnitude = data.draw(st.one_of(st.just(0.0), st.floats(min_value=smallest, max_value=LARGEST[name] / 2)))
     point = stored(magnitude * data.draw(st.sampled_from([1.0, -1.0])), name)
     fmt = PROBE_DTYPES[name]
     geometry = dtype_perturbations(point, fmt.default_step(point), fmt)
@@ -271,7 +314,7 @@ def test_float32_requested_step_that_is_not_representable_needs_the_actual_spaci
 # --- the tensor check in other dtypes -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["float32", with_module("ml_dtypes", "bfloat16")])
+@pytest.mark.parametrize("name", ["float32", "float16", with_module("ml_dtypes", "bfloat16")])
 def test_tensor_check_in_low_precision_passes_a_smooth_objective_and_restores(name):
     # f = Σ sin(x) evaluated in f64 from the stored values; the analytic gradient cos(x) is rounded
     # into the same dtype, like a real low-precision backward. Default step and tolerance of the dtype.
@@ -288,3 +331,68 @@ def test_tensor_check_in_low_precision_passes_a_smooth_objective_and_restores(na
     for record in report.parameters[0].checks:
         assert stored(record.difference.minus_point, name) == record.difference.minus_point
         assert record.difference.requested_step == fmt.default_step(record.difference.point)
+
+
+# --- float16: probed in its own arithmetic, with honest verdicts -------------------------------
+
+
+def _half_sines(parameters):
+    """Σ sin x computed in float16 throughout, as a float16 model computes it."""
+    x = parameters["x"]
+    return float(np.sum(np.sin(x.astype(np.float16)), dtype=np.float16))
+
+
+def _half_squares(parameters):
+    """Σ x² + Σ x computed in float16."""
+    x = parameters["x"].astype(np.float16)
+    return float(np.sum(x * x + x, dtype=np.float16))
+
+
+def _wide_tanh(parameters):
+    """Σ tanh x computed in float64 from the float16 values."""
+    return float(np.sum(np.tanh(parameters["x"].astype(np.float64))))
+
+
+FLOAT16_CASES = {
+    "sin in float16": (_half_sines, np.cos),
+    "x² + x in float16": (_half_squares, lambda x: 2 * x + 1),
+    "tanh in float64": (_wide_tanh, lambda x: 1 - np.tanh(x) ** 2),
+}
+
+
+@pytest.mark.parametrize("case", list(FLOAT16_CASES))
+@pytest.mark.parametrize("shape, seed", [((6,), 0), ((4, 3), 1), ((2, 2, 2), 2)])
+def test_float16_passes_a_right_gradient_and_fails_a_doubled_or_negated_one(case, shape, seed):
+    # The right gradient is computed in float64 and rounded into float16, as a float16 backward's
+    # output is; its relative error at float16's default step is about ε^(2/3) ≈ 1e-2, the ×2 and
+    # sign bugs' is 1 and 2, beside float16's tolerance ε^(1/3) = 0.0992.
+    objective, derivative = FLOAT16_CASES[case]
+    x = np.random.default_rng(seed).uniform(-1.5, 1.5, shape).astype(np.float16)
+    right = derivative(x.astype(np.float64)).astype(np.float16)
+    before = x.tobytes()
+    verdicts = {
+        label: check_gradients(objective, {"x": x}, {"x": factor * right}, samples="all").verdict
+        for label, factor in (("right", 1.0), ("×2", 2.0), ("sign", -1.0))
+    }
+    assert x.tobytes() == before
+    assert verdicts == {"right": "passed", "×2": "failed", "sign": "failed"}
+
+
+def test_float16_defaults_are_its_own():
+    x = np.linspace(-1.0, 1.0, 5).astype(np.float16)
+    report = check_gradients(_half_sines, {"x": x}, {"x": np.cos(x)})
+    parameter = report.parameters[0]
+    assert parameter.dtype == "float16" and parameter.tolerance == FLOAT16.tolerance
+    assert parameter.checks[0].difference.requested_step == FLOAT16.default_step(float(x[0]))
+
+
+def test_a_doubled_float16_gradient_whose_estimates_carry_truncation_fails():
+    # Σ tanh x at the float16 points of seed 13: at x = 1.095 the estimate at h is 0.3635 ± 0.065
+    # (truncation at float16's step 0.109), so a doubled gradient 0.7246 is a relative error of 0.498,
+    # just under ½: "of the gradient's own order" within the estimate's bar, it fails (it was
+    # inconclusive at every coordinate, h/10's bar too wide and 10h's slopes apart).
+    x = np.random.default_rng(13).uniform(-1.5, 1.5, 6).astype(np.float16)
+    right = (1 - np.tanh(x.astype(np.float64)) ** 2).astype(np.float16)
+    first = check_gradients(_wide_tanh, {"x": x}, {"x": 2 * right}, samples="all").parameters[0].checks[0]
+    assert first.estimates[0].relative_error < 0.5 and first.verdict == "failed"
+    assert check_gradients(_wide_tanh, {"x": x}, {"x": right}, samples="all").passed

@@ -203,8 +203,8 @@ EXAMPLES = [
         "(see docs/torch.md): check a .cpu() copy of the code",
     ),
     (
-        errors.UnsupportedTensor(tensor="x", problem="has dtype torch.float16; expected float64, float32 or bfloat16"),
-        "tensor 'x' has dtype torch.float16; expected float64, float32 or bfloat16",
+        errors.UnsupportedTensor(tensor="x", problem="has dtype torch.int64; the nearest is float64"),
+        "tensor 'x' has dtype torch.int64; the nearest is float64",
     ),
     (
         errors.SharedMemory(role="tensors", first="inputs[0]", second="inputs[2]"),
@@ -220,15 +220,18 @@ EXAMPLES = [
         "gradcheck (or pip install 'gradcheck-cli[jax]'; the CPU jax is enough)",
     ),
     (
-        errors.X64Disabled(input="params['w']"),
+        errors.X64Disabled(input="params['w']", dtype="float64"),
         "input \"params['w']\" is float64, but JAX computes it in float32 with x64 off (its default): "
         "run jax.config.update('jax_enable_x64', True) first, or pass float32 inputs",
     ),
     (
-        errors.UnsupportedJaxInput(
-            input="x", problem="has dtype float16; gradcheck probes float64, float32 and bfloat16 inputs"
-        ),
-        "input 'x' has dtype float16; gradcheck probes float64, float32 and bfloat16 inputs",
+        errors.X64Disabled(input="z", dtype="complex128"),
+        "input 'z' is complex128, but JAX computes it in complex64 with x64 off (its default): "
+        "run jax.config.update('jax_enable_x64', True) first, or pass complex64 inputs",
+    ),
+    (
+        errors.UnsupportedJaxInput(input="x", problem="has dtype float8_e4m3fn; the nearest is float16"),
+        "input 'x' has dtype float8_e4m3fn; the nearest is float16",
     ),
     (
         errors.InvalidCall(call="fn(*args)", problem="returned no floating-point output"),

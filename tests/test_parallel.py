@@ -216,8 +216,9 @@ def one_error_line(stderr: bytes) -> str:
         (f"{PORTABLE}:wrong_problem", ["--samples", "all", "--step", "auto"], "failed"),
         (f"{PORTABLE}:kink_problem", ["--samples", "all"], "inconclusive"),
         ("{problems}:impure", ["--samples", "all"], "passed"),
+        (f"{PORTABLE}:conjugated_problem", ["--samples", "all"], "failed"),
     ],
-    ids=["passing", "failing", "kinked", "impure"],
+    ids=["passing", "failing", "kinked", "impure", "complex"],
 )
 def test_jobs_2_prints_the_json_of_jobs_1_byte_for_byte(problems, problem, options, verdict):
     reference = problem.format(problems=problems)

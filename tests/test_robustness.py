@@ -147,7 +147,8 @@ def mismatched_shapes():
 
 
 def complex_parameters():
-    w = np.array([1.0 + 1.0j, 2.0])
+    # complex128 and complex64 are checked as their real and imaginary parts; a wider complex is not.
+    w = np.array([1.0 + 1.0j, 2.0], dtype=np.clongdouble)
     return GradientProblem(lambda p: float(np.sum(np.abs(p["w"]) ** 2)), {"w": w}, {"w": np.array([2.0, 4.0])})
 
 
@@ -536,12 +537,17 @@ PROBLEM_FUNCTIONS = [
     ),
     (
         "complex_parameters",
-        ("array has dtype complex128; expected float64, float32 or bfloat16",),
+        ("; the nearest is complex128: pass .astype('complex128')",),
         "UnsupportedDtype",
         "UnsupportedDtype",
     ),
     ("bool_gradient", ("array has dtype bool",), "UnsupportedDtype", "UnsupportedDtype"),
-    ("string_parameters", ("expected float64, float32 or bfloat16",), "UnsupportedDtype", "UnsupportedDtype"),
+    (
+        "string_parameters",
+        ("expected float64, float32, float16, bfloat16, complex128 or complex64; the nearest is float64",),
+        "UnsupportedDtype",
+        "UnsupportedDtype",
+    ),
     ("integer_parameters", ("array has dtype int64",), "UnsupportedDtype", "UnsupportedDtype"),
     ("read_only", ("array is read-only",), "ReadOnlyArray", "ReadOnlyArray"),
     ("no_parameters", ("the problem has no parameters to perturb",), "NoParameters", "NoParameters"),

@@ -12,6 +12,7 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,7 @@ from gradcheck_cli.torch import (  # noqa: E402
     cotangent,
     function_problem,
     module_problem,
+    torch_problem,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -374,13 +376,26 @@ def test_cuda_tensors_are_refused_before_any_call():
     assert calls == []
 
 
-def test_dtypes_and_layouts_that_cannot_be_probed_are_refused():
+def test_dtypes_and_layouts_that_cannot_be_probed_are_refused_naming_the_nearest_form():
     fn, calls = counting(lambda x: x * 2)
-    with pytest.raises(UnsupportedTensor, match=r"has dtype torch.float16; gradcheck probes float64, float32"):
-        check_function(fn, (torch.ones(3, dtype=torch.float16, requires_grad=True),))
-    sparse = torch.eye(3, dtype=torch.float64).to_sparse().requires_grad_()
-    with pytest.raises(UnsupportedTensor, match=r"has layout torch.sparse_coo"):
-        check_function(fn, (sparse,))
+    with pytest.warns(UserWarning, match="ComplexHalf support is experimental"):
+        half = torch.ones(3, dtype=torch.complex32, requires_grad=True)
+    with pytest.raises(UnsupportedTensor) as caught:
+        check_function(fn, (half,))
+    assert str(caught.value) == (
+        "tensor 'inputs[0]' has dtype torch.complex32; gradcheck probes float64, float32, float16, bfloat16, "
+        "complex128 and complex64 tensors; the nearest is complex64: pass .to(torch.complex64)"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's notice that CSC support is in beta
+        csc = torch.eye(3, dtype=torch.float64).to_sparse_csc().requires_grad_()
+    with pytest.raises(
+        UnsupportedTensor, match=r"has layout torch.sparse_csc; .*: pass .to_dense\(\) or .to_sparse_coo\(\)$"
+    ):
+        check_function(fn, (csc,))
+    conjugated = torch.ones(3, dtype=torch.complex128, requires_grad=True).conj()
+    with pytest.raises(UnsupportedTensor, match=r"lazily conjugated .*: pass .resolve_conj\(\)$"):
+        check_function(fn, (conjugated,))
     assert calls == []
 
 
@@ -389,7 +404,7 @@ def test_outputs_that_cannot_be_checked_are_refused():
     cases = [
         (lambda x: {"y": x}, "must return a tensor or a tuple of tensors, got dict"),
         (lambda x: (x, 3), "must return a tensor or a tuple of tensors, got int as output 1"),
-        (lambda x: torch.complex(x, x), r"returned complex output 0 \(torch.complex128\)"),
+        (lambda x: x.to_sparse(), "returned output 0 with layout torch.sparse_coo, which gradcheck does not check"),
     ]
     for fn, message in cases:
         with pytest.raises(InvalidCall, match=r"^fn\(\*inputs\) " + message):
@@ -1106,3 +1121,320 @@ def test_a_report_with_call_checks_follows_the_report_schema():
     }
     document = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert [error.message for error in validator("report").iter_errors(document)] == []
+
+
+# --- complex numbers, float16, sparse and mkldnn inputs (issue 33) -----------------------------
+#
+# Every case is verified against torch.autograd.gradcheck in the same test: the correct version
+# passes both, the buggy one fails both.
+
+
+class ComplexExp(torch.autograd.Function):
+    """z ↦ z·exp(z), holomorphic: torch's backward is grad·conj((1 + z)·exp(z)); ``conjugated`` drops the conj."""
+
+    @staticmethod
+    def forward(ctx, z, conjugated):
+        ctx.save_for_backward(z)
+        ctx.conjugated = conjugated
+        return z * z.exp()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (z,) = ctx.saved_tensors
+        derivative = (1 + z) * z.exp()
+        return grad * (derivative if ctx.conjugated else derivative.conj()), None
+
+
+class SquaredModulus(torch.autograd.Function):
+    """z ↦ |z|² (a real output), backward grad·2z; ``conjugated`` returns grad·2z̄, the conjugated gradient."""
+
+    @staticmethod
+    def forward(ctx, z, conjugated):
+        ctx.save_for_backward(z)
+        ctx.conjugated = conjugated
+        return (z * z.conj()).real
+
+    @staticmethod
+    def backward(ctx, grad):
+        (z,) = ctx.saved_tensors
+        return grad * 2 * (z.conj() if ctx.conjugated else z), None
+
+
+class PolarPair(torch.autograd.Function):
+    """x ↦ (cos x + i sin x, x²): a complex output and a real one; ``factor`` 1 is right."""
+
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.save_for_backward(x)
+        ctx.factor = factor
+        return torch.complex(x.cos(), x.sin()), x * x
+
+    @staticmethod
+    def backward(ctx, grad_complex, grad_real):
+        (x,) = ctx.saved_tensors
+        # ∂L/∂x = Re(grad)·(−sin x) + Im(grad)·cos x + grad_real·2x
+        from_complex = -grad_complex.real * x.sin() + grad_complex.imag * x.cos()
+        return ctx.factor * from_complex + grad_real * 2 * x, None
+
+
+def complex_tensor(shape, seed, dtype=torch.complex128):
+    generator = torch.Generator().manual_seed(seed)
+    real, imag = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1 for _ in range(2))
+    return torch.complex(real, imag).to(dtype).requires_grad_()
+
+
+def torch_verdict(fn, inputs, **options) -> bool:
+    """torch.autograd.gradcheck's verdict (its notices about precision and sparse support silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.autograd.gradcheck(fn, inputs, raise_exception=False, check_batched_grad=False, **options)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
+def test_a_complex_function_passes_and_its_conjugated_backward_fails(dtype):
+    options = {} if dtype == torch.complex128 else {"atol": 1e-2, "rtol": 1e-2, "eps": 1e-3}
+    for conjugated, expected in ((False, "passed"), (True, "failed")):
+        z = complex_tensor((2, 3), 1, dtype)
+        fn = lambda z: ComplexExp.apply(z, conjugated)  # noqa: E731
+        assert torch_verdict(fn, (complex_tensor((2, 3), 1, dtype),), **options) == (expected == "passed")
+        before = torch.view_as_real(z.detach()).clone()
+        report = check_function(fn, (z,))
+        assert torch.equal(torch.view_as_real(z.detach()), before) and z.grad is None
+        assert report.verdict == expected
+        assert report.parameters[0].dtype == str(dtype).removeprefix("torch.")
+
+
+def test_a_conjugated_gradient_of_a_real_output_is_named_conjugate():
+    for conjugated, expected in ((False, True), (True, False)):
+        z = complex_tensor(5, 2)
+        assert torch_verdict(lambda z: SquaredModulus.apply(z, conjugated), (z,)) is expected
+    right = check_function(lambda z: SquaredModulus.apply(z, False), (complex_tensor(5, 2),))
+    wrong = check_function(lambda z: SquaredModulus.apply(z, True), (complex_tensor(5, 2),), samples="all")
+    assert right.passed
+    assert wrong.verdict == "failed" and wrong.parameters[0].diagnosis.kind == "conjugate"
+    rows = [
+        line.split()[:3]
+        for line in failure_table(wrong).splitlines()
+        if line.startswith("inputs[0] ") and "directional" not in line
+    ]
+    assert rows == [["inputs[0]", f"[{k}].imag", "failed"] for k in range(5)]
+
+
+def test_complex_outputs_and_a_mix_of_complex_and_real_outputs_are_checked_through_their_parts():
+    x = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).requires_grad_()
+    for factor, expected in ((1.0, "passed"), (-1.0, "failed")):
+        fn = lambda x: PolarPair.apply(x, factor)  # noqa: E731
+        assert torch_verdict(fn, (x,)) == (expected == "passed")
+        assert check_function(fn, (x,)).verdict == expected
+    # autograd's own complex outputs, of a real and of a complex input, with a real output beside.
+    z = complex_tensor((2, 2), 3)
+    for fn, inputs in (
+        (lambda x: torch.complex(x.sin(), x.cos()), (x,)),
+        (lambda z: (z * z.exp(), torch.real(z) ** 2), (z,)),
+        (lambda z: (z * z).sum(), (z,)),  # a 0-d complex output
+    ):
+        assert torch_verdict(fn, inputs) and check_function(fn, inputs).passed
+
+
+def test_complex_inputs_in_forward_mode_and_at_second_order():
+    z = complex_tensor(4, 4)
+    assert check_function(lambda z: z * z * z, (z,), modes=("fwd", "rev")).passed
+    assert check_function(lambda z: (z * z.conj()).real * z, (z,), order=2).passed
+
+
+class ScaledSine(torch.autograd.Function):
+    """sin x with the backward grad·factor·cos x (``factor`` 1 is right)."""
+
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.save_for_backward(x)
+        ctx.factor = factor
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.factor * x.cos(), None
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4)])
+def test_float16_is_probed_in_float16_and_its_verdicts_are_torchs(shape):
+    # torch's gradcheck needs float16-sized options (its test_gradcheck uses eps=1e-2, atol=rtol=5e-2);
+    # gradcheck's defaults are float16's own: step and tolerance ε^(1/3) = 0.0992.
+    generator = torch.Generator().manual_seed(13)
+    x = (torch.rand(shape, generator=generator, dtype=torch.float64) + 0.5).to(torch.float16).requires_grad_()
+    loose = {"eps": 1e-2, "atol": 5e-2, "rtol": 5e-2}
+    for factor, expected in ((1.0, "passed"), (2.0, "failed"), (-1.0, "failed")):
+        fn = lambda x: ScaledSine.apply(x, factor)  # noqa: E731
+        assert torch_verdict(fn, (x,), **loose) == (expected == "passed")
+        report = check_function(fn, (x,))
+        assert report.verdict == expected
+        assert report.parameters[0].dtype == "float16"
+
+
+class SparseSquare(torch.autograd.Function):
+    """A sparse s ↦ 3·dense(s)², backward factor·s·grad on s's stored pattern (``factor`` 6 is right)."""
+
+    @staticmethod
+    def forward(ctx, s, factor):
+        ctx.save_for_backward(s)
+        ctx.factor = factor
+        dense = s.to_dense()
+        return 3 * dense * dense
+
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        pattern = s.coalesce() if s.layout == torch.sparse_coo else s
+        return (ctx.factor * s.to_dense() * grad).sparse_mask(pattern), None
+
+
+def sparse_input(layout, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    dense = torch.rand(4, 5, generator=generator, dtype=torch.float64)
+    dense = dense * (torch.rand(4, 5, generator=generator) > 0.5)
+    if layout == "coo":
+        return dense.to_sparse().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's notice that CSR support is in beta
+        return dense.to_sparse_csr().requires_grad_()
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_a_sparse_input_is_checked_on_its_stored_values_as_torchs_masked_check(layout):
+    # torch's undefined-gradient check cannot run SparseSquare's backward (sparse_mask of an undefined
+    # gradient): for it, torch is asked without that check.
+    function = {"masked": True, "check_undefined_grad": False}
+    for fn, expected, verify in (
+        (lambda s: 3 * s.to_dense() ** 2, "passed", {"masked": True}),
+        (lambda s: SparseSquare.apply(s, 6.0), "passed", function),
+        (lambda s: SparseSquare.apply(s, 12.0), "failed", function),
+    ):
+        assert torch_verdict(fn, (sparse_input(layout),), **verify) == (expected == "passed")
+        s = sparse_input(layout)
+        values = (s._values() if layout == "coo" else s.values()).detach().clone()
+        report = check_function(fn, (s,), samples="all")
+        assert report.verdict == expected
+        stored = s._values() if layout == "coo" else s.values()
+        assert report.parameters[0].shape == tuple(values.shape) and torch.equal(stored, values)
+    assert report.parameters[0].diagnosis is not None and report.parameters[0].diagnosis.factor == 2.0
+    # torch.sum's backward is dense: torch's masked check compares it at the unstored elements too and
+    # fails wherever one is unstored (its own test sums a sparse tensor with every element stored);
+    # the derivative with respect to each stored value is 1, and passes.
+    assert check_function(torch.sum, (sparse_input(layout),)).passed
+
+
+def test_an_uncoalesced_sparse_input_checks_each_stored_value():
+    # Entries 0, 0 and 1 stored, 1 and 2 summing at index 0: d Σ dense² / d v_k = 2·dense[index k] = 6,
+    # 6, 6, times the cotangent u of the scalar output.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's notice that sparse invariants are not checked
+        s = torch.sparse_coo_tensor(
+            torch.tensor([[0, 0, 1]]), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), (3,), requires_grad=True
+        )
+    report = check_function(lambda s: (s.to_dense() ** 2).sum(), (s,), samples="all")
+    assert report.passed
+    u = float(cotangent((), 0, 0))
+    assert [record.comparison.analytic for record in report.parameters[0].checks] == [6 * u] * 3
+
+
+def test_a_dense_check_of_a_sparse_input_is_refused_saying_why():
+    fn, calls = counting(torch.sum)
+    with pytest.raises(UnsupportedTensor) as caught:
+        check_function(fn, (sparse_input("coo"),), masked=False)
+    assert str(caught.value) == (
+        "tensor 'inputs[0]' is torch.sparse_coo: masked=False asks for the derivative at its unstored elements "
+        "too, which no probe can reach without storing them (a new layout); check its stored values "
+        "(masked=True, the default) or pass .to_dense()"
+    )
+    assert calls == []
+    assert check_function(torch.sum, (sparse_input("coo"),), masked=True).passed
+    with pytest.raises(UnsupportedTensor, match="which forward mode does not check"):
+        check_function(torch.sum, (sparse_input("coo"),), modes=("fwd",))
+    with pytest.raises(UnsupportedTensor, match="which order 2 does not check: check it at order 1"):
+        check_function(torch.sum, (sparse_input("coo"),), order=2)
+
+
+def test_a_problem_holding_a_sparse_or_complex_tensor_reads_its_gradient_where_it_is_probed():
+    s, z = sparse_input("coo", seed=3), complex_tensor(3, 5)
+
+    def objective(parameters):
+        return (parameters["s"].to_dense() ** 2).sum() + (parameters["z"].abs() ** 2).sum()
+
+    dense_gradient = 2 * s.detach().to_dense()  # dense, of the dense shape: read at the stored indices
+    for z_gradient, expected in ((2 * z.detach(), "passed"), (2 * z.detach().conj(), "failed")):
+        problem = (objective, {"s": s, "z": z}, {"s": dense_gradient, "z": z_gradient})
+        report = check_problem(torch_problem(problem), samples="all")
+        assert report.verdict == expected
+    assert report.failing_parameters == ("z",) and report.parameter("z").diagnosis.kind == "conjugate"
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch has no mkldnn")
+def test_an_mkldnn_input_is_checked_through_a_dense_copy_and_an_mkldnn_output_refused():
+    a = torch.rand(10, dtype=torch.float32, generator=torch.Generator().manual_seed(1)).requires_grad_()
+    values = torch.rand(10, dtype=torch.float32, generator=torch.Generator().manual_seed(2))
+    for factor, expected in ((1.0, "passed"), (2.0, "failed")):
+        fn = lambda a, m: a + ScaledSine.apply(m.to_dense(), factor)  # noqa: E731
+        inputs = (a, values.to_mkldnn().requires_grad_())
+        assert torch_verdict(fn, inputs, atol=1e-1, check_undefined_grad=False) == (expected == "passed")
+        m = values.to_mkldnn().requires_grad_()
+        report = check_function(fn, (a, m))
+        assert report.verdict == expected and torch.equal(m.to_dense(), values)
+    assert report.failing_parameters == ("inputs[1]",)
+    with pytest.raises(
+        InvalidCall, match=r"returned output 0 with layout torch._mkldnn, which gradcheck does not check"
+    ):
+        check_function(lambda x: x.to_mkldnn(), (a,))
+    with pytest.raises(UnsupportedTensor, match="has layout torch._mkldnn"):
+        check_function(lambda m: m.to_dense(), (values.to_mkldnn().requires_grad_(),), modes=("fwd",))
+
+
+def test_an_unsupported_tensor_on_the_command_line_is_one_line_and_exit_status_2(tmp_path):
+    path = tmp_path / "half_complex.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import warnings
+            import torch
+
+            def problem():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    z = torch.ones(3, dtype=torch.complex32, requires_grad=True)
+                return (lambda z: z * 2), (z,)
+            """
+        )
+    )
+    result = CliRunner().invoke(main, ["check", f"{path}:problem"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "Error: tensor 'inputs[0]' has dtype torch.complex32; gradcheck probes float64, float32, float16, bfloat16, "
+        "complex128 and complex64 tensors; the nearest is complex64: pass .to(torch.complex64)"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr", "mkldnn", "complex"])
+def test_a_sparse_mkldnn_or_complex_input_is_restored_bit_for_bit_when_fn_raises(kind):
+    if kind == "mkldnn" and not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no mkldnn")
+    values = torch.rand(6, dtype=torch.float32, generator=torch.Generator().manual_seed(4))
+    make = {
+        "coo": lambda: sparse_input("coo"),
+        "csr": lambda: sparse_input("csr"),
+        "mkldnn": lambda: values.to_mkldnn().requires_grad_(),
+        "complex": lambda: complex_tensor(4, 6),
+    }[kind]
+    x = make()
+    dense = lambda t: torch.view_as_real(t.detach()) if t.is_complex() else t.detach().to_dense()  # noqa: E731
+    saved = dense(x).clone()
+    calls = []
+
+    def fn(t):
+        calls.append(1)
+        if len(calls) == 6:
+            raise RuntimeError("inside fn")
+        return (t.to_dense() if t.layout != torch.strided else t) * 2
+
+    with pytest.raises(RuntimeError, match="inside fn"):
+        check_function(fn, (x,))
+    assert torch.equal(dense(x), saved)

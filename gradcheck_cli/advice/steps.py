@@ -380,12 +380,14 @@ def advise_parameter_steps(objective: Callable, parameters, names: Sequence[str]
     (too few accepted steps) is raised as AtParameter(AtCoordinate(...)).
     """
 
+    from ..engine.complex_parts import real_view  # numpy: a problem's parameters are arrays already
+
     def evaluate(_array):
         return objective(parameters)
 
     advised, records = {}, []
     for name in names:
-        array = parameters[name]
+        array = real_view(parameters[name])
         coordinate = representative_coordinate(array.shape)
         try:
             advice = advise_coordinate_step(evaluate, array, coordinate, steps=steps)
@@ -447,9 +449,10 @@ def advise_problem_steps(problem, *, names: Sequence[str] = None, steps: Sequenc
         As in :func:`advise_step`; by default each coordinate's own
         :func:`default_steps`.
     """
+    from ..engine.complex_parts import real_problem
     from ..engine.problem import as_problem, selected_names, validated_whole_gradients
 
-    problem = as_problem(problem, reference="the step advice's problem")
+    problem = real_problem(as_problem(problem, reference="the step advice's problem"))
     selected = selected_names(problem.parameters, problem.gradients, names)
     validated_whole_gradients(problem, selected)
     return advise_parameter_steps(problem.objective, problem.parameters, selected, steps=steps)

@@ -63,11 +63,13 @@ def check_gradients(
         Called as ``objective(parameters)`` with the very mapping given here, whose arrays
         hold the probe. Deterministic, side-effect-free, and smooth across every probe.
     parameters : Mapping[str, np.ndarray]
-        Writable float64, float32 or bfloat16 arrays of any shape (views too); perturbed in
+        Writable float64, float32, float16 or bfloat16 arrays of any shape (views too), or
+        complex128 or complex64 ones, checked as their real and imaginary parts; perturbed in
         place and bit-identical afterwards on every path, exceptions and KeyboardInterrupt
         included.
     gradients : Mapping[str, np.ndarray]
-        The analytic gradient of each checked parameter, same shape, any real dtype.
+        The analytic gradient of each checked parameter, same shape, any real dtype (a complex
+        parameter's: ∂f/∂Re z + i·∂f/∂Im z, docs/method.md "Complex numbers").
     **options
         Any of :class:`~gradcheck_cli.check.options.Options`: ``samples`` (16, or ``"all"``),
         ``step`` (a float, ``"auto"`` or one per parameter), ``tolerance``, ``seed``, ``jobs``,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.formatting import rust_debug, rust_exp
+from ..engine.complex_parts import COMPLEX_DTYPES
 from ..engine.dtypes import probe_dtype
 from ..engine.problem import GradientProblem
 from ..verdict.terms import FLOOR_FACTOR
@@ -102,8 +103,19 @@ def selected(options: Options, mapping: Mapping) -> dict:
 
 def call_tolerance(options: Options, dtype) -> float:
     """What a batched or undefined-gradient call may differ by, relative to max(1, |value|): the check's
-    tolerance, by default the dtype's ε^(1/3)."""
-    return options.tolerance if options.tolerance is not None else probe_dtype(dtype).tolerance
+    tolerance, by default the dtype's ε^(1/3) (a complex dtype's: its parts')."""
+    if options.tolerance is not None:
+        return options.tolerance
+    name = getattr(dtype, "name", str(dtype))
+    return probe_dtype(COMPLEX_DTYPES.get(name, dtype)).tolerance
+
+
+def as_real(values) -> np.ndarray:
+    """``values`` as a float64 array; a complex one as its real and imaginary parts (a last axis of 2)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "c":
+        return np.stack([values.real, values.imag], axis=-1).astype(np.float64)
+    return values.astype(np.float64)
 
 
 def agreement_check(
@@ -114,7 +126,7 @@ def agreement_check(
     says what was compared and ``failure`` what a difference means, for the message."""
     worst, worst_excess, worst_difference = next(iter(expected)), -np.inf, 0.0
     for name, reference in expected.items():
-        reference, value = np.asarray(reference, dtype=np.float64), np.asarray(got[name], dtype=np.float64)
+        reference, value = as_real(reference), as_real(got[name])
         same = (value == reference) | (np.isnan(value) & np.isnan(reference))
         difference = np.where(same, 0.0, np.abs(value - reference))
         largest = float(np.max(difference, initial=0.0)) if not np.isnan(difference).any() else float("nan")
@@ -139,7 +151,7 @@ def agreement_check(
 def relative_limits(expected: Mapping, tolerances: Mapping) -> dict:
     """Each name's tolerance times max(1, its largest |expected| value)."""
     return {
-        name: tolerances[name] * max(1.0, float(np.max(np.abs(np.asarray(value, dtype=np.float64)), initial=0.0)))
+        name: tolerances[name] * max(1.0, float(np.max(np.abs(as_real(value)), initial=0.0)))
         for name, value in expected.items()
     }
 
@@ -154,7 +166,7 @@ def determinism_check(first: Mapping, second: Mapping, nondet_tol: float) -> tup
     check = agreement_check(DETERMINISM, first, second, limits, what, "nondeterministic backward")
     if not check.passed or check.difference == 0.0:
         return check, 0.0
-    scale = max([1.0] + [float(np.max(np.abs(values), initial=0.0)) for values in first.values()])
+    scale = max([1.0] + [float(np.max(np.abs(as_real(values)), initial=0.0)) for values in first.values()])
     return check, float(nondet_tol) / scale
 
 

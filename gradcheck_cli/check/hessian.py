@@ -120,7 +120,7 @@ def check_hessian_vector_product(
         H·w at the unperturbed parameters for a direction w (float64 arrays
         by name): one array per parameter, same shapes.
     parameters : Mapping[str, np.ndarray]
-        Writable float64, float32 or bfloat16 arrays; bit-identical afterwards on every path.
+        Writable float64, float32, float16 or bfloat16 arrays; bit-identical afterwards on every path.
     direction : Mapping[str, np.ndarray], optional
         v per parameter; default :func:`~gradcheck_cli.engine.cotangents.tangent` of
         each (seed, the parameter's position), scaled like the default step.
@@ -222,7 +222,7 @@ def _probed_dtype(name: str, array):
             raise InvalidArgument(argument="parameters", value=short_repr(array), expected="a numpy array")
         if not array.flags.writeable:
             raise ReadOnlyArray(role="parameters", during_check=False)
-        return probe_dtype(array.dtype)
+        return probe_dtype(array.dtype, role="real parameters")  # no complex ones here
     except GradCheckError as error:
         raise AtParameter(parameter=name, source=error) from error
 

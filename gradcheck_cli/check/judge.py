@@ -306,13 +306,14 @@ def judge_parameter(
         np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
         _directional_gap(item, directional, planned.tolerance),
         checks.verdict_count(INCONCLUSIVE),
+        parts=planned.complex_dtype is not None,
     )
     if diagnosis is None and verdict != PASSED and _unchanged(item, center, directional):
         diagnosis = unchanged_diagnosis(planned.name, planned.dtype.name)
     return ParameterCheck(
         name=planned.name,
-        dtype=planned.dtype.name,
-        shape=tuple(planned.array.shape),
+        dtype=planned.shown_dtype,
+        shape=planned.shown_shape,
         selection=planned.selection,
         requested_samples=planned.requested_samples,
         step=planned.step,

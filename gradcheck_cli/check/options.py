@@ -77,6 +77,9 @@ class Options:
     nondet_tol : float, default 0.0
         torch and JAX: how far two calls of a backward with the same cotangent may differ (largest
         absolute difference); 0.0 asks for bit-identical gradients.
+    masked : bool, optional
+        torch's word for a sparse input: True (and None, the default) checks its stored values only;
+        False, the derivative at its unstored elements too, is refused (docs/torch.md, "Sparse and mkldnn inputs").
     kink_tolerance : float or Mapping[str, float], optional
         Tolerance on the one-sided slopes' scaled gap. Default: the one that goes with the step.
     coordinates : Mapping[str, iterable of index tuples], optional
@@ -98,6 +101,7 @@ class Options:
     modes: tuple = ("rev",)
     batched: bool = False
     nondet_tol: float = 0.0
+    masked: bool | None = None
     kink_tolerance: None | float | Mapping = None
     coordinates: Mapping | None = None
     names: Iterable[str] | None = None
@@ -145,6 +149,8 @@ def options_of(entry: str, given: Mapping, *, functions: bool = False) -> Option
         raise InvalidArgument(argument="fast", value=repr(options.fast), expected="True or False")
     if options.fast:
         raise InvalidArgument(argument="fast", value="True", expected="False: the fast check is not available yet")
+    if options.masked is not None and not isinstance(options.masked, bool):
+        raise InvalidArgument(argument="masked", value=repr(options.masked), expected="True, False or None")
     if options.progress is not None and not callable(options.progress):
         raise InvalidArgument(argument="progress", value=type(options.progress).__name__, expected="callable")
     _derivative_calls(options, entry, functions)

@@ -14,6 +14,7 @@ from ..advice.steps import representative_coordinate
 from ..core.defaults import CHECK_SAMPLES
 from ..core.formatting import rust_list
 from ..engine.blocks import FlatBlocks, block_bounds
+from ..engine.complex_parts import part_coordinates, real_parts
 from ..engine.dtypes import ProbeDtype
 from ..engine.estimator import validate_step, validate_tolerance
 from ..engine.problem import reject_non_finite, reject_shared_memory, selected_names, sharing_memory
@@ -68,6 +69,17 @@ class PlannedParameter:
     gradient_peak: float = math.inf  # the largest |analytic| entry, read in the pass that checks them
     unit_blocks: frozenset = frozenset()  # the starts of θ's blocks where every |θ_i| ≤ 1, read in that pass
     seed: int = 0  # the directional test's signs
+    complex_dtype: str | None = None  # a complex parameter's dtype: ``array`` is its real view (complex_parts.py)
+
+    @property
+    def shown_dtype(self) -> str:
+        """The dtype of the parameter as given: a complex one's, else the probed one's."""
+        return self.complex_dtype or self.dtype.name
+
+    @property
+    def shown_shape(self) -> tuple:
+        """The shape of the parameter as given (a complex one's real view has one more axis)."""
+        return tuple(self.array.shape[:-1] if self.complex_dtype else self.array.shape)
 
 
 # Validation: everything below runs before the first objective call, except probed_at, which
@@ -202,13 +214,15 @@ def selected_coordinates(
     chosen = []
     for name in selected_names(parameters, gradients, names):
         try:
-            dtype, gradient = parameter_and_gradient(parameters[name], gradients[name])
-            shape = tuple(parameters[name].shape)
+            array, gradient, complex_dtype = real_parts(parameters[name], gradients[name])
+            dtype, gradient = parameter_and_gradient(array, gradient)
+            shape = tuple(array.shape)
             selection, requested, offsets = _selection(shape, gradient, samples, None, sampler)
         except GradCheckError as error:
             raise AtParameter(parameter=name, source=error) from error
         coordinates = tuple(SampledCoordinate(int(k), coordinate_from_offset(shape, int(k))) for k in offsets)
-        chosen.append(ParameterSample(name, dtype.name, shape, selection, requested, coordinates))
+        shown = (complex_dtype, shape[:-1]) if complex_dtype else (dtype.name, shape)
+        chosen.append(ParameterSample(name, *shown, selection, requested, coordinates))
     return tuple(chosen)
 
 
@@ -217,6 +231,9 @@ def _plan_parameter(name: str, array, gradient, options: Options) -> PlannedPara
         value.get(name) if isinstance(value, dict) else value for value in (options.step, options.kink_tolerance)
     )
     samples, listed, tolerance = options.samples, options.coordinates.get(name), options.tolerance
+    array, gradient, complex_dtype = real_parts(array, gradient)
+    if complex_dtype is not None and listed is not None:
+        listed = part_coordinates(listed, array.shape)
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
     snapshot, unit_blocks = _finite_snapshot(array, gradient)
@@ -249,6 +266,7 @@ def _plan_parameter(name: str, array, gradient, options: Options) -> PlannedPara
         unit_blocks=unit_blocks,
         gradient_peak=peak,
         seed=options.seed,
+        complex_dtype=complex_dtype,
     )
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.blame import RAISED_IN_WORKER, user_location, user_traceback
 from ..core.formatting import rust_debug
+from ..engine.complex_parts import real_view
 from ..engine.estimator import evaluated_value
 from ..engine.sweep import ProbeColumns, probe_values
 from ..errors import GradCheckError, WorkerProblemDiffers
@@ -111,7 +112,7 @@ def _load(setup: Setup) -> None:
             if array_digest(parameters.get(name)) != digest:
                 raise WorkerProblemDiffers(difference=f"parameter {name!r} is not bit-identical")
         objective = _watched(objective)
-        guard = setup.guard(objective, parameters, {name: parameters[name] for name in setup.checked})
+        guard = setup.guard(objective, parameters, {name: real_view(parameters[name]) for name in setup.checked})
         value, center = evaluated_value("center", objective(parameters)), setup.center
         if abs(value - center) > setup.guard.jitter_limit * setup.epsilon * max(abs(value), abs(center)):
             raise WorkerProblemDiffers(difference=f"f(θ) is {rust_debug(value)} there, {rust_debug(center)} here")
@@ -200,7 +201,7 @@ def probe_chunk(setup, name: str, columns: ProbeColumns) -> tuple:
             raise _WORKER["failure"]
         parameters = _WORKER["parameters"]
         try:
-            minus, plus = probe_values(parameters[name], columns, _WORKER["objective"], parameters)
+            minus, plus = probe_values(real_view(parameters[name]), columns, _WORKER["objective"], parameters)
         except GradCheckError as error:
             return None, None, error
         _WORKER["guard"].unchanged()

@@ -142,9 +142,11 @@ def _names(names) -> str:
     return "[" + ", ".join(f'"{name}"' for name in names) + "]"
 
 
-def _coordinate_label(name: str, coordinate) -> str:
-    """``W1[0, 3]``: how the library's purity messages name a coordinate."""
-    return f"{name}{rust_list(coordinate)}"
+def _coordinate_label(parameter, coordinate) -> str:
+    """``W1[0, 3]`` (a complex parameter's part: ``z[0, 3].imag``): how the library's purity messages name a coordinate."""
+    from ..engine.complex_parts import coordinate_text  # a check's report: numpy is loaded already
+
+    return f"{parameter.name}{coordinate_text(coordinate, parameter.dtype)}"
 
 
 def _purity_line(purity) -> str:
@@ -198,7 +200,7 @@ def _summary_line(parameter) -> str:
     return (
         f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
         f"checked={len(parameter.checks)} failed={failed} inconclusive={inconclusive} "
-        f"directional={parameter.directional.verdict} worst={_coordinate_label(parameter.name, worst.coordinate)} "
+        f"directional={parameter.directional.verdict} worst={_coordinate_label(parameter, worst.coordinate)} "
         f"relative_error={error_text(worst.estimates[worst.decided_at].relative_error)}"
     )
 
@@ -208,10 +210,10 @@ def diagnosis_line(label: str, diagnosis) -> str:
     return f"{label} diagnosis: {in_flags(diagnosis_text(diagnosis))}"
 
 
-def _short_coordinate_line(name: str, record) -> str:
+def _short_coordinate_line(parameter, record) -> str:
     estimate = record.estimates[record.decided_at]
     return (
-        f"{_coordinate_label(name, record.coordinate)}: {coordinate_verdict(record, short=True)} "
+        f"{_coordinate_label(parameter, record.coordinate)}: {coordinate_verdict(record, short=True)} "
         f"analytic={magnitude_text(estimate.analytic)} numerical={magnitude_text(estimate.numerical)} "
         f"relative_error={error_text(estimate.relative_error)} error_bar={compact_error(estimate.error_bar.total)} "
         f"step={rust_debug(estimate.step)}"
@@ -231,7 +233,7 @@ def _short_check_lines(report) -> list:
         if parameter.diagnosis is not None:
             lines.append(diagnosis_line(parameter.name, parameter.diagnosis))
         unpassed = parameter.checks.unpassed()
-        lines += [_short_coordinate_line(parameter.name, record) for record in unpassed[:SHOWN_FAILURES]]
+        lines += [_short_coordinate_line(parameter, record) for record in unpassed[:SHOWN_FAILURES]]
         if len(unpassed) > SHOWN_FAILURES:
             more = len(unpassed) - SHOWN_FAILURES
             lines.append(
@@ -259,7 +261,7 @@ def _check_lines(report):
     for parameter in report.parameters:
         yield _parameter_line(parameter)
         for record in parameter.checks:
-            label = _coordinate_label(parameter.name, record.coordinate)
+            label = _coordinate_label(parameter, record.coordinate)
             yield from coordinate_check_lines(label, record)
             if record.kink.suspected:
                 yield slopes_line(f"{label} one-sided slopes", record.kink.slopes)

@@ -321,10 +321,12 @@ def _parameter_table(parameter):
         caption=f"Directional test: {parameter.directional.verdict}; {parameter.directional.reason}."
         + ("" if parameter.diagnosis is None else f"\nDiagnosis: {diagnosis_text(parameter.diagnosis)}."),
     )
+    from ..engine.complex_parts import coordinate_text  # a check's report: numpy is loaded already
+
     for record in parameter.checks:
         d, decided = record.difference, record.estimates[record.decided_at]
         table.add_row(
-            rust_list(record.coordinate),
+            coordinate_text(record.coordinate, parameter.dtype),
             _short(decided.analytic),
             _short(decided.numerical),
             compact_scientific(decided.relative_error),

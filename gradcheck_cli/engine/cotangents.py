@@ -19,7 +19,7 @@ from ..core.defaults import SEED
 from ..core.splitmix import MASK64, splitmix64, splitmix64_array
 from .problem import GradientProblem
 
-__all__ = ["cotangent", "tangent", "tangent_problem"]
+__all__ = ["cotangent", "complex_cotangent", "tangent", "tangent_problem"]
 
 
 def cotangent(shape, output_index: int, seed: int = SEED) -> np.ndarray:
@@ -53,6 +53,14 @@ def cotangent(shape, output_index: int, seed: int = SEED) -> np.ndarray:
     return ((2.0 * top_byte - 255.0) / 256.0).reshape(shape)
 
 
+def complex_cotangent(shape, index: int, seed: int = SEED) -> np.ndarray:
+    """The cotangent of a complex output (or tangent of a complex input): ``cotangent(shape + (2,))`` read
+    as the real and imaginary parts of a complex128 array, so that ⟨u, y⟩ = Σ Re u·Re y + Im u·Im y takes
+    the real and imaginary parts of y as two real outputs."""
+    parts = cotangent(tuple(shape) + (2,), index, seed)
+    return np.asarray(parts[..., 0] + 1j * parts[..., 1])  # a 0-d array for a 0-d output, not a scalar
+
+
 def tangent(values: np.ndarray, input_index: int, seed: int = SEED) -> np.ndarray:
     """The tangent t of input ``input_index``: cotangent(shape, index, seed + 1)·max(1, |x|), in x's dtype.
 
@@ -68,10 +76,18 @@ def tangent(values: np.ndarray, input_index: int, seed: int = SEED) -> np.ndarra
 
     Returns
     -------
-    np.ndarray of float64, the shape of ``values``
+    np.ndarray of float64 (complex128 for a complex input, whose real and imaginary parts both move),
+    the shape of ``values``
     """
+    seed = (operator.index(seed) + 1) & MASK64
+    if values.dtype.kind == "c":
+        return (
+            (complex_cotangent(values.shape, input_index, seed) * np.maximum(1.0, np.abs(values)))
+            .astype(values.dtype)
+            .astype(np.complex128)
+        )
     scale = np.maximum(1.0, np.abs(values.astype(np.float64)))
-    u = cotangent(values.shape, input_index, (operator.index(seed) + 1) & MASK64)
+    u = cotangent(values.shape, input_index, seed)
     return (u * scale).astype(values.dtype).astype(np.float64)
 
 
@@ -86,7 +102,7 @@ def tangent_problem(
     Parameters
     ----------
     origins : Mapping[str, np.ndarray]
-        Each input x in its own dtype (float64, float32 or bfloat16).
+        Each input x in its own dtype (float64, float32, float16, bfloat16, complex128 or complex64).
     tangents : Mapping[str, np.ndarray]
         Each input's t (:func:`tangent`), float64, x's shape.
     evaluate : callable Mapping[str, np.ndarray] -> float
@@ -98,11 +114,11 @@ def tangent_problem(
     Returns
     -------
     GradientProblem
-        Parameters ``ε`` (0-d arrays of zero in each input's dtype, so the
-        dtype's defaults and bars apply), named as the inputs are.
+        Parameters ``ε`` (0-d arrays of zero in each input's dtype, a complex input's in the dtype of
+        its parts, so the dtype's defaults and bars apply), named as the inputs are.
     """
-    parameters = {name: np.zeros((), dtype=origin.dtype) for name, origin in origins.items()}
-    exact = {name: origin.astype(np.float64) for name, origin in origins.items()}
+    parameters = {name: np.zeros((), dtype=origin.real.dtype) for name, origin in origins.items()}
+    exact = {name: origin.astype(np.result_type(origin.dtype, np.float64)) for name, origin in origins.items()}
 
     def objective(epsilons):
         moved = {}

@@ -1,4 +1,4 @@
-"""Probes in the parameter's own arithmetic: float64, float32 and bfloat16.
+"""Probes in the parameter's own arithmetic: float64, float32, float16 and bfloat16.
 
 The probes are the exact real numbers θ ∓ h rounded once, to nearest with ties to even, into the
 parameter's format (:meth:`ProbeDtype.round_exact`, integer arithmetic: never a double rounding),
@@ -25,6 +25,9 @@ __all__ = [
     "PROBE_DTYPES",
     "ProbeDtype",
     "probe_dtype",
+    "unsupported_dtype",
+    "nearest_dtype",
+    "supported_text",
     "dtype_perturbations",
 ]
 
@@ -36,13 +39,13 @@ class ProbeDtype(Record):
     Attributes
     ----------
     name : str
-        ``"float64"``, ``"float32"`` or ``"bfloat16"``.
+        ``"float64"``, ``"float32"``, ``"float16"`` or ``"bfloat16"``.
     significand_bits : int
-        p, the leading bit included (53, 24, 8).
+        p, the leading bit included (53, 24, 11, 8).
     min_exponent : int
-        e of the smallest normal number 2ᵉ (−1022, −126, −126).
+        e of the smallest normal number 2ᵉ (−1022, −126, −14, −126).
     max_exponent : int
-        e of the largest binade [2ᵉ, 2ᵉ⁺¹) (1023, 127, 127).
+        e of the largest binade [2ᵉ, 2ᵉ⁺¹) (1023, 127, 15, 127).
     max_finite : float
         The largest finite value.
     epsilon : float
@@ -134,6 +137,7 @@ def _probe_dtype(name, significand_bits, min_exponent, max_exponent) -> ProbeDty
 PROBE_DTYPES = {
     "float64": _probe_dtype("float64", 53, -1022, 1023),
     "float32": _probe_dtype("float32", 24, -126, 127),
+    "float16": _probe_dtype("float16", 11, -14, 15),
     "bfloat16": _probe_dtype("bfloat16", 8, -126, 127),
 }
 
@@ -145,8 +149,9 @@ def probe_dtype(dtype, role: str = "parameters") -> ProbeDtype:
     and ``None`` (numpy's default, float64) never import numpy, so scalar
     work stays numpy-free. bfloat16 is ``ml_dtypes.bfloat16``; it is
     recognised by name, so ml_dtypes is never imported here (an array of
-    that dtype has already imported it). float16, integers, complex and
-    everything else are an :class:`UnsupportedDtype` naming ``role``.
+    that dtype has already imported it). Integers, complex (a check takes
+    it as two real parts, :mod:`complex_parts`) and everything else are an
+    :class:`UnsupportedDtype` naming ``role`` and the nearest supported dtype.
     """
     if dtype is None or dtype is float:
         name = "float64"
@@ -162,7 +167,42 @@ def probe_dtype(dtype, role: str = "parameters") -> ProbeDtype:
     try:
         return PROBE_DTYPES[name]
     except KeyError:
-        raise UnsupportedDtype(role=role, dtype=name, expected="float64, float32 or bfloat16") from None
+        raise unsupported_dtype(role, name) from None
+
+
+#: The complex dtypes a check takes as their real and imaginary parts (engine/complex_parts.py).
+COMPLEX_NAMES = ("complex128", "complex64")
+
+
+def unsupported_dtype(role: str, name: str) -> UnsupportedDtype:
+    """UnsupportedDtype for an array of dtype ``name``: what is supported, and the nearest supported form
+    (the complex dtypes only for a check's parameters, which takes them as two real parts)."""
+    parts = role == "parameters"
+    nearest = nearest_dtype(name, parts)
+    expected = f"{supported_text(parts, 'or')}; the nearest is {nearest}: pass .astype({nearest!r})"
+    return UnsupportedDtype(role=role, dtype=name, expected=expected)
+
+
+def supported_text(complex_parts: bool = True, conjunction: str = "and") -> str:
+    """The dtypes a check probes, in words: ``float64, float32, float16, bfloat16, complex128 and complex64``."""
+    supported = [*PROBE_DTYPES, *(COMPLEX_NAMES if complex_parts else ())]
+    return f"{', '.join(supported[:-1])} {conjunction} {supported[-1]}"
+
+
+def nearest_dtype(name: str, complex_parts: bool = True) -> str:
+    """The supported dtype closest to ``name`` (a numpy, torch or JAX dtype's name): complex32 → complex64,
+    a wider complex → complex128 (without ``complex_parts``, the float of their parts), a float narrower
+    than 16 bits → float16, anything else (integers, bool, float128) → float64."""
+    name = name.removeprefix("torch.")
+    if name.startswith("complex") or name in ("chalf", "cfloat", "cdouble"):
+        target = "complex64" if name in ("complex32", "chalf", "complex64") else "complex128"
+        if not complex_parts:
+            target = "float32" if target == "complex64" else "float64"
+    elif name.startswith(("float8", "float4", "float6")):
+        target = "float16"
+    else:
+        target = "float64"
+    return target
 
 
 def dtype_perturbations(point: float, step: float, dtype: ProbeDtype) -> ProbeGeometry:
@@ -180,8 +220,8 @@ def dtype_perturbations(point: float, step: float, dtype: ProbeDtype) -> ProbeGe
     -------
     ProbeGeometry
         For float64 exactly :func:`~gradcheck_cli.engine.estimator.perturbations`
-        (the chapter's fl(θ∓h), IEEE-correct already). For float32 and
-        bfloat16, the exact θ ∓ h rounded once into the dtype; a probe that
+        (the chapter's fl(θ∓h), IEEE-correct already). For float32, float16
+        and bfloat16, the exact θ ∓ h rounded once into the dtype; a probe that
         rounds back to θ is the chapter's PerturbationUnchanged, one that
         overflows the dtype PerturbationNotFinite.
     """

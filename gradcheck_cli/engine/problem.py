@@ -271,7 +271,7 @@ def _extent_candidates(arrays: list, selected: set) -> dict:
 def validated_whole_gradients(problem: GradientProblem, names) -> dict:
     """Validate the named parameters for moving whole arrays at once; each one's gradient array by name.
 
-    Every named parameter must be a writable float64, float32 or bfloat16
+    Every named parameter must be a writable float64, float32, float16 or bfloat16
     array of finite values, with a finite analytic gradient of the same shape
     (a real scalar stands for the gradient of a 0-d parameter), and share no
     memory with any other parameter: what the Taylor test and the step advice

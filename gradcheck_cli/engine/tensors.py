@@ -73,7 +73,7 @@ except ImportError:  # numpy < 2.0
 
 
 def writable_probe_dtype(parameters, role: str = "parameters") -> ProbeDtype:
-    """The :class:`ProbeDtype` of a writable float64, float32 or bfloat16 array, else a typed error.
+    """The :class:`ProbeDtype` of a writable float64, float32, float16 or bfloat16 array, else a typed error.
 
     Writable means the flag and the memory under it (a view made over read-only pages, as torch
     makes of a read-only mmap, would be a segmentation fault at the first probe); and no two
@@ -162,7 +162,7 @@ def real_gradient(gradient, role: str = "analytic") -> np.ndarray:
 def parameter_and_gradient(parameters, gradient) -> tuple:
     """Validate one parameter array and its analytic gradient; return (ProbeDtype, gradient array).
 
-    The parameters must be a writable float64, float32 or bfloat16 array;
+    The parameters must be a writable float64, float32, float16 or bfloat16 array;
     the gradient a real array of the same shape (a scalar is accepted for a
     0-d parameter: ``np.cos(np.array(0.0))`` is one, and is returned as a
     0-d array).

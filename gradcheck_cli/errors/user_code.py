@@ -172,13 +172,18 @@ class JaxUnavailable(GradCheckError, ImportError):
 
 
 class X64Disabled(GradCheckError):
-    """A float64 input of a JAX function while JAX computes in float32 (x64 off, its default)."""
+    """A float64 (complex128) input of a JAX function while JAX computes in float32 (complex64): x64 off, its default."""
 
-    fields = ("input",)
+    fields = ("input", "dtype")
     template = (
-        "input {input!r} is float64, but JAX computes it in float32 with x64 off (its default): "
-        "run jax.config.update('jax_enable_x64', True) first, or pass float32 inputs"
+        "input {input!r} is {dtype}, but JAX computes it in {narrow} with x64 off (its default): "
+        "run jax.config.update('jax_enable_x64', True) first, or pass {narrow} inputs"
     )
+
+    @property
+    def narrow(self) -> str:
+        """The dtype JAX computes the input in: complex64 for complex128, else float32."""
+        return "complex64" if self.dtype == "complex128" else "float32"
 
 
 class UnsupportedJaxInput(GradCheckError):

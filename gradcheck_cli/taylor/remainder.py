@@ -21,6 +21,7 @@ import numpy as np
 from ..core.defaults import SEED
 from ..core.formatting import short_repr
 from ..core.record import Record, same_bits
+from ..engine.complex_parts import real_problem
 from ..engine.dtypes import probe_dtype
 from ..engine.estimator import real_scalar, validate_steps
 from ..engine.problem import as_problem, selected_names, validated_whole_gradients
@@ -208,7 +209,7 @@ def check_taylor(
         non-scalar f(x). Exceptions from the objective propagate unchanged,
         with every parameter restored bit-exactly.
     """
-    problem = as_problem(problem, reference="the Taylor test's problem")
+    problem = real_problem(as_problem(problem, reference="the Taylor test's problem"))
     names = tuple(selected_names(problem.parameters, problem.gradients, names))
     gradients = validated_whole_gradients(problem, names)
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):

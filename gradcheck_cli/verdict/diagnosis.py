@@ -1,4 +1,4 @@
-"""What kind of mistake a failed parameter shows: a scale, a sign, a transpose, a zero, one row.
+"""What kind of mistake a failed parameter shows: a scale, a sign, a transpose, a conjugate, a zero, one row.
 
 Read off the coordinates the check already has, deterministically; the rules are in
 docs/method.md ("Diagnosis").
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.formatting import rust_list
 from ..core.record import Record
+from ..engine.complex_parts import coordinate_text
 from .words import FAILED, PASSED
 
 __all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
 
 #: Every ``Diagnosis.kind``.
-KINDS = ("scale", "sign", "transpose", "zero", "localized", "unexplained", "unchanged")
+KINDS = ("scale", "sign", "transpose", "conjugate", "zero", "localized", "unexplained", "unchanged")
 #: Ratios of analytic to numerical agree when within this relative spread of their median.
 RATIO_SPREAD = 1e-2
 
@@ -100,7 +100,11 @@ def _scale_message(factor: float) -> str:
     return f"analytic = {text} × numerical at every failing coordinate: {causes}"
 
 
-def _axis_name(rank: int, axis: int, index: int) -> str:
+def _axis_name(rank: int, axis: int, index: int, parts: bool = False) -> str:
+    """Index ``index`` of ``axis`` in words; with ``parts``, the last axis of a complex parameter's real view
+    is its parts, and ``rank`` counts the others."""
+    if parts and axis == rank:
+        return f"the {'real' if index == 0 else 'imaginary'} parts"
     if rank == 2:
         return f"{'row' if axis == 0 else 'column'} {index}"
     if rank == 1:
@@ -112,28 +116,30 @@ def _axis_name(rank: int, axis: int, index: int) -> str:
 CONFINED_INDICES = 3
 
 
-def _indices_text(rank: int, axis: int, indices: list) -> str:
+def _indices_text(rank: int, axis: int, indices: list, parts: bool = False) -> str:
     if len(indices) == 1:
-        return _axis_name(rank, axis, indices[0])
+        return _axis_name(rank, axis, indices[0], parts)
     name = _axis_name(rank, axis, 0).rsplit(" ", 1)[0]
     plural = {"row": "rows", "column": "columns", "element": "elements"}.get(name, name)
     return f"{plural} {', '.join(str(index) for index in indices)}"
 
 
-def _confined(failing: list, passing: list, rank: int) -> tuple | None:
+def _confined(failing: list, passing: list, rank: int, parts: bool = False) -> tuple | None:
     """Where the failures are confined to, when coordinates elsewhere pass and none there does:
     (text, axis, indices), axis None for a single coordinate.
 
-    ``passing`` holds, per axis, the index of every passing coordinate (numpy columns).
+    ``passing`` holds, per axis, the index of every passing coordinate (numpy columns). With ``parts``,
+    the coordinates index a complex parameter's real view, whose last axis is the part.
     """
     if not passing or len(passing[0]) == 0:
         return None
-    if len(failing) == 1 and rank != 1:
-        return f"coordinate {rust_list(failing[0].coordinate)}", None, None
+    if len(failing) == 1 and (rank != 1 or parts):
+        dtype = "complex128" if parts else "float64"
+        return f"coordinate {coordinate_text(failing[0].coordinate, dtype)}", None, None
     for axis in range(rank):
         indices = sorted({check.coordinate[axis] for check in failing})
         if len(indices) <= CONFINED_INDICES and not np.any(np.isin(passing[axis], indices)):
-            return _indices_text(rank, axis, indices), axis, indices
+            return _indices_text(rank - parts, axis, indices, parts), axis, indices
     return None
 
 
@@ -171,15 +177,18 @@ def _evidenced(failing: list, confined: tuple, ratio, gradient: np.ndarray, dire
     return gap.explains(errors)
 
 
-def _transposed(failing: list, gradient: np.ndarray) -> bool:
-    """Every failing numerical value matches the analytic value at the mirrored coordinate."""
-    if gradient.ndim < 2 or gradient.shape[-1] != gradient.shape[-2]:
+def _transposed(failing: list, gradient: np.ndarray, parts: bool = False) -> bool:
+    """Every failing numerical value matches the analytic value at the mirrored coordinate (with
+    ``parts``, of the same part of a complex parameter's entries)."""
+    last = gradient.ndim - parts  # the axes after the matrix's are a complex parameter's parts
+    if last < 2 or gradient.shape[last - 1] != gradient.shape[last - 2]:
         return False
-    if not any(check.coordinate[-1] != check.coordinate[-2] for check in failing):
+    if not any(check.coordinate[last - 1] != check.coordinate[last - 2] for check in failing):
         return False
     for check in failing:
         estimate = _decided(check)
-        mirrored = float(gradient[(*check.coordinate[:-2], check.coordinate[-1], check.coordinate[-2])])
+        index = check.coordinate
+        mirrored = float(gradient[(*index[: last - 2], index[last - 1], index[last - 2], *index[last:])])
         gap = abs(estimate.numerical - mirrored)
         if gap > max(RATIO_SPREAD * max(abs(mirrored), abs(estimate.numerical)), 2 * estimate.error_bar.total):
             return False
@@ -225,6 +234,7 @@ def diagnose_parameter(
     gradient: np.ndarray,
     gap: DirectionalGap | None = None,
     inconclusive: int = 0,
+    parts: bool = False,
 ) -> Diagnosis | None:
     """The Diagnosis of one parameter's failed CoordinateChecks and DirectionalCheck; None when
     nothing failed.
@@ -235,6 +245,7 @@ def diagnose_parameter(
     mirrored entries from it). ``gap``: a failed directional test's gap, which a "localized"
     diagnosis must explain (else it says where the parameter fails at least). ``inconclusive``:
     how many of the parameter's coordinates were inconclusive (then the rest is not evidenced right).
+    ``parts``: the parameter is complex, its coordinates index its real view (the last index the part).
     """
     failing = list(failing)
     if not failing:
@@ -248,7 +259,9 @@ def diagnose_parameter(
             "coordinates the selection left out (check them all with --samples all)",
         )
     ratio = _common_ratio([_decided(check) for check in failing])
-    if _transposed(failing, gradient):
+    if parts and ratio is not None and _nice(ratio) == -1.0 and all(c.coordinate[-1] == 1 for c in failing):
+        return _CONJUGATE
+    if _transposed(failing, gradient, parts):
         return Diagnosis(
             kind="transpose",
             factor=None,
@@ -256,7 +269,7 @@ def diagnose_parameter(
             message="analytic[i, j] = numerical[j, i] at every failing coordinate: the gradient of a square "
             "weight is transposed (x·Wᵀ where x·W belongs, or the outer product taken in the wrong order)",
         )
-    confined = _confined(failing, passing, gradient.ndim)
+    confined = _confined(failing, passing, gradient.ndim, parts)
     if confined is not None:
         return _confined_diagnosis(failing, confined, ratio, gradient, directional, gap, inconclusive)
     if ratio is not None and (not passing or len(passing[0]) == 0):
@@ -267,6 +280,15 @@ def diagnose_parameter(
         where=None,
         message="the failing coordinates share no factor, mirror or row: none of the usual bugs fits",
     )
+
+
+_CONJUGATE = Diagnosis(
+    kind="conjugate",
+    factor=None,
+    where=None,
+    message="the real parts agree and every failing imaginary part is −numerical: the gradient is conjugated "
+    "(∂f/∂Re z − i·∂f/∂Im z where ∂f/∂Re z + i·∂f/∂Im z belongs: a conj missing or extra in the backward pass)",
+)
 
 
 def _ratio_diagnosis(factor: float) -> Diagnosis:

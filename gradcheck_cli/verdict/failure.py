@@ -3,7 +3,7 @@ raises (numpy, torch, JAX), a plain-text table (this module never imports rich).
 
 from __future__ import annotations
 
-from ..core.formatting import rust_list
+from ..engine.complex_parts import coordinate_text
 from .words import DEFAULT_STEP, SUSPECTED_KINK, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 
 __all__ = ["MAX_ROWS", "failure_table", "raise_unless_passed"]
@@ -32,7 +32,8 @@ def failure_table(report, max_rows: int = MAX_ROWS) -> str:
         lines.append(f"the whole check: {diagnosis_text(report.diagnosis)}")
     lines += [f"{call.parameter}: {call.kind}: {call.message}" for call in report.calls if not call.passed]
     if failures:
-        rows = [_row(name, record) for name, record in failures[:max_rows]]
+        dtypes = {check.name: check.dtype for check in report.parameters}
+        rows = [_row(name, record, dtypes[name]) for name, record in failures[:max_rows]]
         lines.append("")
         lines.extend(_aligned([_HEADER, *rows]))
         if len(failures) > max_rows:
@@ -58,11 +59,11 @@ def failure_table(report, max_rows: int = MAX_ROWS) -> str:
     return "\n".join(lines)
 
 
-def _row(name, record) -> tuple:
+def _row(name, record, dtype: str) -> tuple:
     estimate = record.estimates[record.decided_at]
     return (
         name,
-        rust_list(record.coordinate),
+        coordinate_text(record.coordinate, dtype),
         coordinate_verdict(record, short=True),
         f"{estimate.analytic:.10g}",
         f"{estimate.numerical:.10g}",

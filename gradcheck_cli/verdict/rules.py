@@ -147,14 +147,16 @@ GROSS_ERROR = 0.5
 def _gross_disagreement(estimates: Sequence[JudgedEstimate], usable: list, floor: float) -> int | None:
     """The estimate that shows a gap of the gradient's own order when no second step resolves it:
     the one with the smallest bar among those with consistent slopes disagrees beyond the floor and
-    FAIL_MARGIN bars by at least GROSS_ERROR, and every other step's estimate is the same number
+    FAIL_MARGIN bars by at least GROSS_ERROR (within its own bar), and every other step's estimate is the same number
     within their two bars (the gap persists as h changes; only their bars are wider)."""
     consistent = [index for index in usable if estimates[index].slopes_consistent]
     if len(usable) < 2 or not consistent:
         return None
     best = min(consistent, key=lambda index: (estimates[index].error_bar.total, index))
     chosen = estimates[best]
-    if not (disagrees(chosen, floor) and chosen.relative_error >= GROSS_ERROR):
+    # Half the gradient's size within the estimate's own bar: a bfloat16 or float16 ×2 lands at 0.498.
+    scale = max(abs(chosen.analytic), abs(chosen.numerical))
+    if not (disagrees(chosen, floor) and chosen.relative_error + chosen.error_bar.total / scale >= GROSS_ERROR):
         return None
     for index in usable:
         other = estimates[index]

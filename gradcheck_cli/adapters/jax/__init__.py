@@ -14,7 +14,8 @@ modified. The user's guide is docs/jax.md.
 * :func:`jax_problem`: what ``gradcheck check FILE.py:FUNCTION`` does with a returned ``(fn, inputs)``,
   or a problem whose parameters are JAX arrays (:func:`array_problem`).
 
-Every floating leaf (float64, float32, bfloat16) of the inputs is checked, named by its argument's name
+Every floating leaf (float64, float32, float16, bfloat16; complex128 and complex64 as their real and
+imaginary parts, in JAX's own convention) of the inputs is checked, named by its argument's name
 and its pytree path (``params['dense']['kernel']``). A float64 leaf while x64 is off (JAX's default,
 which computes it in float32) is refused before the first call.
 """

@@ -1,5 +1,11 @@
 """How the JAX adapter calls the user's function: its inputs as a tuple of pytrees whose floating leaves
-are checked (named by argument and path, held as writable host copies), and the cotangents of its outputs."""
+are checked (named by argument and path, held as writable host copies), and the cotangents of its outputs.
+
+Complex leaves are checked as their real and imaginary parts. JAX's convention is the conjugate of
+gradcheck's (∂f/∂Re z + i·∂f/∂Im z, torch's): its gradient of a real function of z is
+∂f/∂Re z − i·∂f/∂Im z, and the cotangent that pulls ⟨u, y⟩ back through a complex output y is
+conj(u). The adapter converts both ways (:func:`host_gradient`, :class:`Cotangents`), so a JAX rule is
+checked in JAX's own convention, the user converting nothing (docs/jax.md, "Complex numbers")."""
 
 from __future__ import annotations
 
@@ -8,7 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...engine.cotangents import cotangent
+from ...engine.complex_parts import real_view
+from ...engine.cotangents import complex_cotangent, cotangent
+from ...engine.dtypes import nearest_dtype, supported_text
 from ...errors import InvalidArgument, InvalidCall, JaxUnavailable, UnsupportedJaxInput, X64Disabled
 
 try:
@@ -25,6 +33,7 @@ __all__ = [
     "Call",
     "Cotangents",
     "host_float64",
+    "host_gradient",
     "input_tuple",
     "argument_names",
     "checked_leaf",
@@ -32,7 +41,7 @@ __all__ = [
     "PROBED_DTYPES",
 ]
 
-PROBED_DTYPES = ("float64", "float32", "bfloat16")
+PROBED_DTYPES = ("float64", "float32", "float16", "bfloat16", "complex128", "complex64")
 
 
 class Call:
@@ -78,7 +87,8 @@ class Call:
 
 
 class Cotangents:
-    """The cotangents of one output pytree: u per floating leaf, float0 zeros for the others."""
+    """The cotangents of one output pytree: u per floating leaf (complex for a complex leaf, whose real
+    and imaginary parts count as two real outputs; JAX pulls it back as conj(u)), float0 zeros for the others."""
 
     def __init__(self, outputs, seed: int, call_text: str):
         leaves, self.structure = jax.tree_util.tree_flatten(outputs)
@@ -91,9 +101,9 @@ class Cotangents:
             dtype = np.dtype(leaf.dtype)
             self.shapes.append(tuple(leaf.shape))
             if jnp.issubdtype(dtype, jnp.complexfloating):
-                problem = f"returned complex output leaf {index} ({dtype}): return its real and imaginary parts"
-                raise InvalidCall(call=call_text, problem=problem)
-            if jnp.issubdtype(dtype, jnp.floating):
+                self.u[index] = complex_cotangent(leaf.shape, index, seed)
+                cotangents.append(jnp.array(np.conj(self.u[index]).astype(dtype)))
+            elif jnp.issubdtype(dtype, jnp.floating):
                 self.u[index] = cotangent(leaf.shape, index, seed)
                 cotangents.append(jnp.array(self.u[index].astype(dtype)))
             else:
@@ -113,14 +123,22 @@ class Cotangents:
             if values.shape != self.shapes[index]:
                 problem = f"output leaf {index} had shape {list(self.shapes[index])}, then {list(values.shape)}"
                 raise InvalidCall(call=self.call_text, problem=problem)
-            total += float(np.sum(values * u))
+            total += float(np.sum(real_view(values) * real_view(u)))
         return total
 
 
 def host_float64(value) -> np.ndarray:
+    """A JAX value on the host as float64 (complex128 for a complex one); a float0 is zeros."""
     if getattr(value, "dtype", None) == jax.dtypes.float0:
         return np.zeros(np.shape(value))
-    return np.asarray(value).astype(np.float64)
+    value = np.asarray(value)
+    return value.astype(np.complex128 if value.dtype.kind == "c" else np.float64)
+
+
+def host_gradient(value) -> np.ndarray:
+    """JAX's gradient of a leaf in gradcheck's convention: a complex one conjugated (module docstring)."""
+    value = host_float64(value)
+    return np.conj(value) if value.dtype.kind == "c" else value
 
 
 def input_tuple(inputs) -> tuple:
@@ -159,15 +177,14 @@ def checked_leaf(name: str, leaf) -> np.ndarray | None:
     if not isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
         return None
     dtype = np.dtype(leaf.dtype)
-    if jnp.issubdtype(dtype, jnp.complexfloating):
-        raise UnsupportedJaxInput(input=name, problem=f"has dtype {dtype}; gradcheck checks real inputs")
-    if not jnp.issubdtype(dtype, jnp.floating):
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.complexfloating)):
         return None
     if dtype.name not in PROBED_DTYPES:
-        problem = f"has dtype {dtype}; gradcheck probes float64, float32 and bfloat16 inputs"
+        nearest = nearest_dtype(dtype.name)
+        problem = f"has dtype {dtype}; gradcheck probes {supported_text()} inputs; the nearest is {nearest}: pass .astype({nearest!r})"
         raise UnsupportedJaxInput(input=name, problem=problem)
-    if dtype == np.float64 and jax.dtypes.canonicalize_dtype(np.float64) != np.float64:
-        raise X64Disabled(input=name)
+    if dtype.name in ("float64", "complex128") and jax.dtypes.canonicalize_dtype(dtype) != dtype:
+        raise X64Disabled(input=name, dtype=dtype.name)
     return np.array(leaf, copy=True)
 
 

@@ -19,7 +19,7 @@ from ...core.defaults import SEED
 from ...engine.cotangents import tangent, tangent_problem
 from ...engine.problem import GradientProblem
 from .call_checks import forward_call_checks, reverse_call_checks
-from .calls import Call, Cotangents, host_float64, jax, jnp
+from .calls import Call, Cotangents, host_gradient, jax, jnp
 
 __all__ = ["derivative_function", "derivative_problem", "leaf_tangents"]
 
@@ -81,7 +81,7 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
     checks, variation = (), 0.0
     if options is not None:
         checks, variation = reverse_call_checks(call, outputs, pullback, grads, options, seed, text)
-    gradients = dict(zip(call.names, (host_float64(grad) for grad in grads)))
+    gradients = dict(zip(call.names, (host_gradient(grad) for grad in grads)))  # conjugated out of JAX's convention
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
 
     def objective(_copies):

@@ -14,7 +14,7 @@ from ...check.options import ORDERS
 from ...core.defaults import SEED
 from ...engine.problem import GradientProblem, as_problem
 from ...errors import InvalidCall
-from .calls import Call, holds_an_array, host_float64, jax
+from .calls import Call, holds_an_array, host_gradient, jax
 from .derivatives import derivative_problem
 
 __all__ = ["function_problem", "forward_problem", "function_problems", "array_problem", "jax_problem"]
@@ -27,12 +27,14 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
     ----------
     fn : callable
         Any JAX-differentiable function of ``inputs`` returning a pytree of
-        arrays; output leaves that are not floating point are left out of ⟨u, ·⟩.
+        arrays; output leaves that are not floating point or complex are left out of ⟨u, ·⟩,
+        a complex one counts as its real and imaginary parts.
     inputs : tuple of pytrees
         The arguments, as ``jax.test_util.check_grads(f, args)`` takes them (one array
-        stands for a 1-tuple). Leaves that are arrays (JAX or numpy) of float64, float32 or
-        bfloat16, or Python floats (JAX's default float dtype), are checked; everything
-        else is passed as is (close over what should not be checked).
+        stands for a 1-tuple). Leaves that are arrays (JAX or numpy) of float64, float32,
+        float16, bfloat16, complex128 or complex64, or Python floats (JAX's default float
+        dtype), are checked; everything else is passed as is (close over what should not
+        be checked).
     seed : int
         The cotangents' seed (:func:`~gradcheck_cli.engine.cotangents.cotangent`).
     order : 1, 2 or 3
@@ -45,7 +47,8 @@ def function_problem(fn, inputs, *, seed: int = SEED, order: int = 1) -> Gradien
     -------
     GradientProblem
         Parameters: writable host copies of the checked leaves, by pytree
-        path. Gradients: float64 arrays. The objective rebuilds ``inputs``
+        path. Gradients: float64 arrays (complex128, conjugated out of JAX's
+        convention into gradcheck's, docs/jax.md "Complex numbers"). The objective rebuilds ``inputs``
         from the copies at every call.
 
     Raises
@@ -76,14 +79,16 @@ def array_problem(problem: GradientProblem) -> GradientProblem:
     """A problem whose parameters or gradients are JAX arrays, with writable host copies and float64 arrays.
 
     The objective is called with the mapping of copies (JAX functions take
-    numpy arrays); numpy values are kept as they are.
+    numpy arrays); numpy values are kept as they are. A complex JAX gradient
+    is in JAX's convention (what ``jax.grad`` returns) and is conjugated
+    into gradcheck's; a numpy one is taken as gradcheck's.
     """
     parameters = {}
     for name, value in problem.parameters.items():
         parameters[name] = np.array(value, copy=True) if isinstance(value, jax.Array) else value
     gradients = {}
     for name, value in problem.gradients.items():
-        gradients[name] = host_float64(value) if isinstance(value, jax.Array) else value
+        gradients[name] = host_gradient(value) if isinstance(value, jax.Array) else value  # JAX's convention
     user_objective = problem.objective
 
     def objective(arrays):

@@ -18,12 +18,15 @@ for CUDA, is docs/torch.md.
 
 No ``.grad`` is written (``torch.autograd.grad``, never ``.backward()``), the module's training mode is
 left as the user set it, and every tensor is checked before the first call: CPU only
-(:class:`UnsupportedDevice`), dense, no element sharing memory with another, no two tensors sharing memory.
+(:class:`UnsupportedDevice`), dense (or sparse COO and CSR, probed in their stored values; mkldnn through
+a dense copy), no element sharing memory with another, no two tensors sharing memory.
 """
 
 from ...engine.cotangents import cotangent
+from .calls import bound_inputs
 from .orders import double_backward_problem, forward_problem, function_problems
 from .problems import function_problem, module_problem, tensor_problem, torch_problem
+from .views import refuse_dense_check
 
 __all__ = [
     "cotangent",
@@ -34,4 +37,6 @@ __all__ = [
     "function_problems",
     "double_backward_problem",
     "forward_problem",
+    "bound_inputs",
+    "refuse_dense_check",
 ]

@@ -24,8 +24,9 @@ from ...check.derivatives import (
     relative_limits,
     selected,
 )
-from ...engine.cotangents import cotangent, tangent
+from ...engine.cotangents import tangent
 from .derivatives import Bound, forward_derivative, pulled_back
+from .outputs import output_cotangent
 from .views import gradient_array, torch
 
 __all__ = ["reverse_call_checks", "forward_call_checks"]
@@ -72,7 +73,7 @@ def undefined_checks(bound: Bound, outputs: list, used: list, u: dict, tolerance
         try:
             got = arrays(pulled_back(wrapped, given, bound.xs, bound.call_text), bound, views)
             if output is None:
-                expected = {name: np.zeros(view.shape) for name, view in views.items()}
+                expected = {name: np.zeros(view.shape, dtype=view.dtype) for name, view in views.items()}
             else:
                 expected = arrays(pulled_back(outputs, given, bound.xs, bound.call_text), bound, views)
         except Exception as error:  # noqa: BLE001 (a backward that breaks on a missing gradient is the finding)
@@ -87,10 +88,7 @@ def undefined_checks(bound: Bound, outputs: list, used: list, u: dict, tolerance
 def batched_backward_check(bound: Bound, outputs: list, used: list, tolerances: dict, seed: int):
     """The backward under vmap over BATCH cotangents against the loop of single calls: torch's own
     check's vmap (``torch._vmap_internals.vmap``), which batches a backward that calls a Function."""
-    stacked = [
-        torch.stack([torch.from_numpy(cotangent(tuple(outputs[i].shape), i, seed + 1 + b)) for b in range(BATCH)])
-        for i in used
-    ]
+    stacked = [torch.stack([output_cotangent(outputs[i], i, seed + 1 + b) for b in range(BATCH)]) for i in used]
 
     def single(*cotangents):
         return tuple(pulled_back(outputs, dict(zip(used, cotangents)), bound.xs, bound.call_text))
@@ -125,6 +123,11 @@ def quiet(function):
     return call
 
 
+def flat_real(tensor):
+    """A tensor flattened, in float64; a complex one as its real and imaginary parts."""
+    return (torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor).reshape(-1).to(torch.float64)
+
+
 def forward_call_checks(bound: Bound, g, nested: bool, kept: list, options: Options, seed: int) -> tuple:
     """With ``batched=True``, per input, g's forward derivative under vmap over BATCH tangents of that
     input against the loop of single calls (torch's ``check_batched_forward_grad``)."""
@@ -142,7 +145,7 @@ def forward_call_checks(bound: Bound, g, nested: bool, kept: list, options: Opti
 
         def single(t, index=index, zeros=zeros):
             moved = forward_derivative(g, [t if k == index else z for k, z in enumerate(zeros)], nested)(bound.xs)
-            return torch.cat([moved[i].reshape(-1).to(torch.float64) for i in kept])
+            return torch.cat([flat_real(moved[i]) for i in kept])
 
         stacked = torch.stack([torch.from_numpy(tangent(origin, index, seed + 1 + b)) for b in range(BATCH)])
         expected[name] = np.stack([single(t).detach().numpy() for t in stacked])

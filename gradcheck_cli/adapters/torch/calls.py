@@ -57,11 +57,12 @@ def outputs_of(returned, call_text: str) -> list:
 
 
 def differentiable(output, index: int, call_text: str) -> bool:
-    """Whether ⟨u, ·⟩ takes in this output; a complex output that requires grad is refused."""
-    if output.is_complex() and output.requires_grad:
-        problem = f"returned complex output {index} ({output.dtype}): return torch.view_as_real of it instead"
+    """Whether ⟨u, ·⟩ takes in this output (a complex one as its real and imaginary parts); an output of
+    another layout than dense that requires grad is refused, as torch's gradcheck refuses it."""
+    if output.requires_grad and output.layout != torch.strided:
+        problem = f"returned output {index} with layout {output.layout}, which gradcheck does not check: return .to_dense() of it"
         raise InvalidCall(call=call_text, problem=problem)
-    if output.requires_grad and output.is_floating_point():
+    if output.requires_grad and (output.is_floating_point() or output.is_complex()):
         require_cpu(f"output {index}", output)
         return True
     return False
@@ -81,8 +82,9 @@ def scalar_loss(loss, call_text: str, analytic: bool = False):
     return loss.detach().reshape(()) if not analytic else loss.reshape(())
 
 
-def checked_inputs(fn, inputs) -> tuple:
-    """``(name → input, call text, call, name → checked tensor, name → probe view)``, before any call."""
+def checked_inputs(fn, inputs, dense_copies: bool = False) -> tuple:
+    """``(name → input, call text, call, name → checked tensor, name → probe view)``, before any call
+    (``dense_copies``: an mkldnn input's view is a dense copy, :func:`~.views.probe_views`)."""
     if not callable(fn):
         raise InvalidArgument(argument="fn", value=type(fn).__name__, expected="callable")
     named, call_text, call = bound_inputs(fn, inputs)
@@ -90,4 +92,4 @@ def checked_inputs(fn, inputs) -> tuple:
     checked = {name: tensor for name, tensor in tensors.items() if tensor.requires_grad}
     if not checked:
         raise InvalidCall(call=call_text, problem="has no input tensor that requires grad: nothing to check")
-    return named, call_text, call, checked, probe_views(checked, tensors)
+    return named, call_text, call, checked, probe_views(checked, tensors, dense_copies)

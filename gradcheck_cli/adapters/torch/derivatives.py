@@ -16,10 +16,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...engine.cotangents import cotangent, tangent
+from ...engine.cotangents import tangent
 from ...errors import InvalidCall
 from .calls import checked_inputs, differentiable, outputs_of
-from .views import torch
+from .outputs import inner_product as output_inner_product
+from .outputs import output_cotangent
+from .views import dense_copies, torch, written
 
 __all__ = [
     "Bound",
@@ -43,14 +45,16 @@ class Bound:
     random_seed = None
 
     def __init__(self, fn, inputs):
-        named, self.call_text, _, self.checked, self.views = checked_inputs(fn, inputs)
+        named, self.call_text, _, self.checked, self.views = checked_inputs(fn, inputs, dense_copies=True)
         self.names, self.xs = list(self.checked), list(self.checked.values())
         self.origins = {name: np.array(view, copy=True) for name, view in self.views.items()}
         keyword = self.call_text == "fn(**inputs)"
+        copies = dense_copies(self.checked, self.views)  # an mkldnn input is probed through a dense copy
 
         def base(xs):
             values = {**named, **dict(zip(self.names, xs))}
-            returned = fn(**values) if keyword else fn(*values.values())
+            with written(copies):
+                returned = fn(**values) if keyword else fn(*values.values())
             return outputs_of(returned, self.call_text)
 
         self.base = base
@@ -79,12 +83,17 @@ def kept_outputs(outputs: list, call_text: str) -> list:
     """The indices of the outputs ⟨u, ·⟩ takes in: those that require grad; when none does, every
     floating-point output, whose derivative is then zero and the finite differences say whether it is."""
     kept = [index for index, output in enumerate(outputs) if differentiable(output, index, call_text)]
-    return kept or [index for index, output in enumerate(outputs) if output.is_floating_point()]
+    return kept or [index for index, output in enumerate(outputs) if is_inexact(output)]
+
+
+def is_inexact(tensor) -> bool:
+    """Whether a tensor holds floating-point or complex numbers (what has a derivative)."""
+    return tensor.is_floating_point() or tensor.is_complex()
 
 
 def cotangents_of(outputs: list, kept: list, seed: int) -> dict:
-    """u of each kept output (:func:`~gradcheck_cli.engine.cotangents.cotangent`), float64 tensors."""
-    return {index: torch.from_numpy(cotangent(tuple(outputs[index].shape), index, seed)) for index in kept}
+    """u of each kept output (:func:`~.outputs.output_cotangent`): float64, complex128 for a complex output."""
+    return {index: output_cotangent(outputs[index], index, seed) for index in kept}
 
 
 def pulled_back(outputs: list, u: dict, xs: list, call_text: str, create_graph: bool = False) -> list:
@@ -147,7 +156,7 @@ def forward_derivative(g: Callable, tangents: list, nested: bool) -> Callable:
 
 
 def output_tangent(output):
-    if not output.is_floating_point():
+    if not is_inexact(output):
         return output
     found = torch.autograd.forward_ad.unpack_dual(output).tangent
     return torch.zeros(tuple(output.shape), dtype=output.dtype) if found is None else dense(found)
@@ -158,10 +167,9 @@ def reverse_jvp(g: Callable, xs: list, tangents: list) -> list:
     w ↦ Jᵀw linear, J·t is its own vector-Jacobian product with t, differentiable again."""
     with torch.enable_grad():
         outputs = g(xs)
-        moving = [index for index, output in enumerate(outputs) if output.is_floating_point() and output.requires_grad]
+        moving = [index for index, output in enumerate(outputs) if is_inexact(output) and output.requires_grad]
         result = [
-            torch.zeros(tuple(output.shape), dtype=output.dtype) if output.is_floating_point() else output
-            for output in outputs
+            torch.zeros(tuple(output.shape), dtype=output.dtype) if is_inexact(output) else output for output in outputs
         ]
         if not moving:
             return result
@@ -197,7 +205,8 @@ def derivative_function(bound: Bound, modes: tuple, seed: int) -> tuple:
 
 
 def inner_product(returned: list, u: dict, count: int, call_text: str) -> float:
-    """⟨u, returned⟩ in float64, from the outputs detached, after checking their number and shapes."""
+    """⟨u, returned⟩ in float64 (a complex output as its real and imaginary parts), from the outputs
+    detached, after checking their number and shapes."""
     if len(returned) != count:
         raise InvalidCall(call=call_text, problem=f"returned {len(returned)} outputs, then {count}")
     total = 0.0
@@ -206,5 +215,5 @@ def inner_product(returned: list, u: dict, count: int, call_text: str) -> float:
         if tuple(output.shape) != tuple(u_index.shape):
             problem = f"output {index} had shape {list(u_index.shape)}, then {list(output.shape)}"
             raise InvalidCall(call=call_text, problem=problem)
-        total += float(torch.sum(output.to(torch.float64) * u_index))
+        total += output_inner_product(output, u_index)
     return total

@@ -24,7 +24,7 @@ from .derivatives import (
     kept_outputs,
     pulled_back,
 )
-from .views import gradient_array
+from .views import gradient_array, refuse_other_layouts
 
 __all__ = ["function_problems", "derivative_problem", "double_backward_problem", "forward_problem"]
 
@@ -42,6 +42,10 @@ def derivative_problem(bound: Bound, path: tuple, options: Options | None = None
     """The problem of ``path``: its last mode applied to fn's derivative along the modes before it; with
     ``options`` a DerivativeProblem with its call checks, else the GradientProblem alone."""
     seed = seed if options is None else options.seed
+    if len(path) > 1:  # the derivatives beyond the first move dense tensors: a sparse or mkldnn input is not one
+        refuse_other_layouts(bound.checked, f"order {len(path)}", "at order 1")
+    elif path == ("fwd",):
+        refuse_other_layouts(bound.checked, "forward mode", "in reverse mode (modes=('rev',))")
     g, forward = derivative_function(bound, path[:-1], seed)
     depth = len(path) - 1
     if path[-1] == "rev":

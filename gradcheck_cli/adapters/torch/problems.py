@@ -27,7 +27,8 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
         grad, every floating-point output is in, with a zero gradient.
     inputs : tensor, sequence or mapping
         A tensor stands for ``(tensor,)``. Input tensors that require grad
-        (float64, float32 or bfloat16) are checked, named ``inputs[i]`` (or
+        (float64, float32, float16, bfloat16, complex128 or complex64: dense,
+        sparse COO or CSR, or mkldnn) are checked, named ``inputs[i]`` (or
         by their key); everything else is passed as is.
     seed : int
         The cotangents' seed (:func:`cotangent`).
@@ -35,7 +36,9 @@ def function_problem(fn, inputs, *, seed: int = SEED) -> GradientProblem:
     Returns
     -------
     GradientProblem
-        Parameters: numpy views of the checked tensors. Gradients: float64
+        Parameters: numpy views of the checked tensors (a sparse tensor's
+        stored values; an mkldnn tensor's dense copy, written into it before
+        each call and its own values back after). Gradients: float64 (complex128)
         arrays of autograd's vector-Jacobian product with u (zeros where
         autograd returns None). The objective ignores its argument and calls
         ``fn`` on ``inputs`` themselves, which the views write into.
@@ -99,9 +102,11 @@ def module_problem(module, loss_fn) -> GradientProblem:
 def tensor_problem(problem: GradientProblem) -> GradientProblem:
     """A problem whose parameters or gradients are torch tensors, with numpy views and arrays instead.
 
-    Every tensor parameter is probed through a view of its own storage; the
-    objective is still called with the original mapping of tensors. Tensor
-    gradients become float64 arrays. Numpy values are kept as they are.
+    Every tensor parameter is probed through a view of its own storage (a
+    sparse one's stored values); the objective is still called with the
+    original mapping of tensors. Tensor gradients become float64 (complex128)
+    arrays, read at a sparse parameter's stored indices. Numpy values are
+    kept as they are.
     """
     tensors = {name: value for name, value in problem.parameters.items() if isinstance(value, torch.Tensor)}
     views = probe_views(tensors, tensors)
@@ -110,7 +115,7 @@ def tensor_problem(problem: GradientProblem) -> GradientProblem:
     for name, gradient in problem.gradients.items():
         if isinstance(gradient, torch.Tensor):
             require_cpu(f"gradients[{name!r}]", gradient)
-            gradient = gradient.detach().to(torch.float64).numpy()
+            gradient = gradient_array(gradient, tensors.get(name, gradient))  # a sparse one's at its stored values
         gradients[name] = gradient
     original, user_objective = problem.parameters, problem.objective
 
