@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: The diagnosis kinds a case may name as right (gradcheck_cli.diagnosis.KINDS without "unexplained").
-SPECIFIC_KINDS = ("scale", "sign", "transpose", "zero", "localized", "unchanged")
+#: The diagnosis kinds a case may name as right (gradcheck_cli.verdict.diagnosis.KINDS without "unexplained").
+SPECIFIC_KINDS = ("scale", "sign", "transpose", "zero", "localized")
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,23 @@ def triangular_solve_jvp_without_triu(dtype, rng, buggy):
     return fn, (_array(matrix, dtype), _array(rng.normal(size=4), dtype))
 
 
+def _custom_gradient_square(buggy):
+    @jax.custom_gradient
+    def square(x):
+        return x**2, lambda g: (g * x if buggy else g * 2 * x,)  # the docstring's example: g·x
+
+    return square
+
+
+def custom_gradient_square_missing_two(dtype, rng, buggy):
+    square = _custom_gradient_square(buggy)
+
+    def fn(x):
+        return jax.vmap(square)(x)
+
+    return fn, (_array(rng.normal(size=6), dtype),)
+
+
 CASES = [
     RealBug(
         "custom_vjp_sign_of_dy",
@@ -283,5 +300,15 @@ CASES = [
         ("a",),
         (),
         triangular_solve_jvp_without_triu,
+    ),
+    RealBug(
+        "custom_gradient_square_missing_two",
+        "jax",
+        "https://github.com/jax-ml/jax/pull/29485",
+        "jax.custom_gradient's documented example x² returns the gradient g·x: the 2 of d(x²) = 2x left out",
+        ("x",),
+        ("scale",),
+        custom_gradient_square_missing_two,
+        factor=0.5,
     ),
 ]

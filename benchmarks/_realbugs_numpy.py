@@ -727,3 +727,8 @@ CASES = [
         swish_beta_missing_sigmoid_derivative,
     ),
 ]
+
+# issue 32's cases, a module of their own
+from _realbugs_norms import CASES as _NORM_CASES  # noqa: E402
+
+CASES += _NORM_CASES

@@ -218,6 +218,61 @@ def indexing_duplicates_keep_one_gradient(dtype, rng, buggy):
     return (lambda x: _Gather.apply(x, index, buggy)), (_tensor(rng.normal(size=8), dtype),)
 
 
+class _RMSNorm(Function):
+    """y = x·r·w over the last axis, r = (mean(x²) + ε)^(-1/2); with ``buggy`` the input gradient's
+    variance term carries the weight twice (−w_k·r³·x_k·Σ g·x·w / D)."""
+
+    @staticmethod
+    def forward(ctx, x, w, buggy):
+        r = torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6)
+        ctx.save_for_backward(x, w, r)
+        ctx.buggy = buggy
+        return x * r * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, r = ctx.saved_tensors
+        s = torch.sum(g * x * w, dim=-1, keepdim=True)
+        variance = r**3 * x * s / x.shape[-1]
+        dx = g * w * r - (w * variance if ctx.buggy else variance)
+        return dx, torch.sum(g * x * r, dim=0), None
+
+
+def rmsnorm_variance_term_weight_twice(dtype, rng, buggy):
+    x, w = _tensor(rng.normal(size=(4, 6)), dtype), _tensor(1 + 0.3 * rng.normal(size=6), dtype)
+    return (lambda x, w: _RMSNorm.apply(x, w, buggy)), (x, w)
+
+
+class _PreNorm(Function):
+    """res = x + residual, out = RMSNorm(res)·w, returning (out, res); with ``buggy`` the backward
+    normalizes the sum of both incoming gradients, (dres + dout)·dnorm, where dres + dout·dnorm belongs."""
+
+    @staticmethod
+    def forward(ctx, x, residual, w, buggy):
+        res = x + residual
+        r = torch.rsqrt(torch.mean(res * res, dim=-1, keepdim=True) + 1e-6)
+        ctx.save_for_backward(res, w, r)
+        ctx.buggy = buggy
+        return res * r * w, res
+
+    @staticmethod
+    def backward(ctx, dout, dres):
+        res, w, r = ctx.saved_tensors
+
+        def through_norm(g):
+            s = torch.sum(g * res * w, dim=-1, keepdim=True)
+            return g * w * r - r**3 * res * s / res.shape[-1]
+
+        d = through_norm(dres + dout) if ctx.buggy else dres + through_norm(dout)
+        return d, d, torch.sum(dout * res * r, dim=0), None
+
+
+def prenorm_residual_gradient_through_norm(dtype, rng, buggy):
+    x, residual = _tensor(rng.normal(size=(3, 5)), dtype), _tensor(rng.normal(size=(3, 5)), dtype)
+    w = _tensor(1 + 0.3 * rng.normal(size=5), dtype)
+    return (lambda x, residual, w: _PreNorm.apply(x, residual, w, buggy)), (x, residual, w)
+
+
 CASES = [
     RealBug(
         "isrlu_backward_ignores_grad_output",
@@ -295,5 +350,23 @@ CASES = [
         ("inputs[0]",),
         ("localized",),
         indexing_duplicates_keep_one_gradient,
+    ),
+    RealBug(
+        "rmsnorm_variance_term_weight_twice",
+        "torch",
+        "https://github.com/NVIDIA/Megatron-LM/pull/6859",
+        "BatchInvariantRMSNormFn's input gradient multiplies the variance term by the weight twice",
+        ("inputs[0]",),
+        (),
+        rmsnorm_variance_term_weight_twice,
+    ),
+    RealBug(
+        "prenorm_residual_gradient_through_norm",
+        "torch",
+        "https://github.com/Dao-AILab/quack/pull/53",
+        "RMS pre-norm backward computes (dres + dout)·dnorm where dres + dout·dnorm belongs",
+        ("inputs[0]", "inputs[1]"),
+        (),
+        prenorm_residual_gradient_through_norm,
     ),
 ]

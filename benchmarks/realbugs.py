@@ -10,7 +10,7 @@ h = 1e-5, max |a − n| / max(1e-8, |a| + |n|) ≤ 1e-7) and the framework's own
 
 Printed per framework and dtype: fixed versions passed, bugs failed, parameters the bug reaches
 reported passed, and the diagnosis of each bug: right (a kind the case names), misleading (a
-specific kind the mistake is not: scale, sign, transpose, zero, localized, unchanged),
+specific kind the mistake is not: scale, sign, transpose, zero, localized),
 unexplained, or wrong (no diagnosis where the bug reaches, or a scale with another factor); then
 every case where gradcheck is wrong or weak, with the diagnosis it printed. ``--json-out`` writes
 every run's record. Nothing is asserted about the rates; a case whose bug does not change the

@@ -161,10 +161,12 @@ def test_a_kink_tolerance_mapping_is_per_parameter_like_the_step():
         ("x", FLOAT64.kink_tolerance),
         ("y", 0.1),
     ]
-    # At the tighter tolerance x's curvature is a suspected kink at h = 1e-2 (gap 0.0198), resolved at
-    # h/10 (gap 0.00198 < 2.46e-3), where x passes; y's corner stays a kink at every step.
+    # At the tighter tolerance x's curvature is a suspected kink at h = 1e-2 (gap 0.0198), but the gap is
+    # a tenth of that at h/10 and ten times it at 10h: a curvature, so x passes; y's corner (the same gap
+    # at every step) stays a kink.
     [x] = tight.parameter("x").checks
-    assert x.kink.suspected and x.verdict == "passed" and x.estimates[x.decided_at].step == pytest.approx(1e-3)
+    assert x.kink.suspected and x.verdict == "passed"
+    assert all(estimate.slopes_consistent for estimate in x.estimates)
     assert [(name, record.verdict) for name, record in tight.failures()] == [("y", "suspected kink")]
 
 

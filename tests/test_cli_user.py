@@ -224,6 +224,12 @@ def chatty():
     return GradientProblem(objective, {"w": w}, {"w": 2 * w})
 
 
+def offset():
+    # 1e7 + 1e-3·Σw²: at h the rounding of f hides the gradient 1e-3, so the coordinates go on at 10h and 100h
+    w = np.array([0.5, -1.5])
+    return GradientProblem(lambda p: 1e7 + 1e-3 * float(np.sum(p["w"] ** 2)), {"w": w}, {"w": 2e-3 * w})
+
+
 not_callable = 3
 """
 
@@ -330,7 +336,8 @@ def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_li
         "w[0] one-sided slopes: left=-1.000000000000 right=1.000000000000 scaled_gap=2.000000000000e0 "
         "tolerance=2.460783300576e-3 consistent=false"
     )
-    # h/10 and 10h are tried too: the slopes disagree at every step, so it stays a suspected kink.
+    # h/10 and 10h are tried too (and 100h, which only a pass would keep): the slopes disagree by the
+    # same jump at every step, so it stays a suspected kink.
     assert [line.split(":")[0] for line in output[5:7]] == [
         "w[0] step=6.05545445239334308e-7",
         "w[0] step=6.05545445239334269e-5",
@@ -340,10 +347,10 @@ def test_a_suspected_kink_is_a_failure_with_its_slopes_and_where_the_analytic_li
         "the one-sided slopes disagree at every step tried"
     )
     # The direction crosses the corner too: its slopes ∓|Δ₀| disagree beside ‖ĝ∘Δ‖₂ (ĝ₀ = 1, the
-    # corner's slope), so it is confirmed at 0.1 and 10 (4 calls) and stays a suspected kink.
+    # corner's slope), so it is confirmed at 0.1, 10 and 100 (6 calls) and stays a suspected kink.
     assert any(line.startswith("w directional verdict: suspected kink;") for line in output)
     assert output[-1] == (
-        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=22 verdict=inconclusive '
+        'check: checked=2 failed=0 inconclusive=1 failing_parameters=["w"] evaluations=26 verdict=inconclusive '
         "pass=false"
     )
 
@@ -465,7 +472,7 @@ def test_a_package_module_reference_loads_from_the_current_directory(tmp_path, m
             "no_such_function",
             "{path} has no function no_such_function; its functions are squares, correct, as_tuple, off_by_one, "
             "corner, stateful, step_function, raising, broken, not_a_problem, shape_mismatch, integers, nan_parameter, "
-            "nan_objective, vector_objective, numpy_scalar, exits, unprintable, chatty",
+            "nan_objective, vector_objective, numpy_scalar, exits, unprintable, chatty, offset",
         ),
         ("not_callable", "{path}:not_callable must be callable, got int"),
         ("broken", "{path}:broken() raised RuntimeError: cannot build the model"),
@@ -751,6 +758,19 @@ def test_the_check_table_has_one_table_per_parameter_and_the_summary():
     assert table.count("✗") == 1  # the summary line
     assert "✗ failed: 16 of 42 coordinates failed and a directional test did not pass in W2" in table
     assert "8.75×10⁻¹" in table
+
+
+def test_every_number_of_a_check_table_row_comes_from_the_step_its_verdict_rests_on(problems):
+    report = parse_strictly(invoke("check", problems("offset"), "--json").stdout)["check"]
+    table = invoke("check", problems("offset"), "--format", "table").stdout
+    for record in report["parameters"][0]["checks"]:
+        assert record["decided_at"] > 0  # its numbers are at another step than h
+        decided = record["estimates"][record["decided_at"]]
+        row = next(
+            line for line in table.splitlines() if line.strip().startswith(formatting.rust_list(record["coordinate"]))
+        )
+        assert formatting.rust_debug(decided["step"]) in row
+        assert formatting.rust_debug(record["difference"]["actual_h_minus"]) not in row  # h's spacing: another step
 
 
 def test_the_check_table_marks_a_kink(problems):

@@ -131,7 +131,7 @@ def test_an_error_only_the_directional_test_sees_is_unexplained_and_says_where_t
     diagnosis = report.parameter("x").diagnosis
     assert all(record.coordinate != (top,) for record in report.parameter("x").checks)
     assert report.verdict == "failed" and diagnosis.kind == "unexplained"
-    assert "--samples all" in diagnosis.message
+    assert "check all 400 coordinates of x (samples='all', names=['x'])" in diagnosis.message
 
 
 # The command line: these functions are problems for `gradcheck check tests/test_diagnosis.py:NAME`.
@@ -267,7 +267,7 @@ def test_a_uniform_factor_close_to_one_keeps_its_digits():
 
 def test_one_failing_coordinate_is_not_localized_while_others_are_inconclusive():
     # The diagnosis says "only [i, j] fails and the rest passes" only when the rest did pass.
-    from gradcheck_cli.verdict.diagnosis import diagnose_parameter
+    from gradcheck_cli.verdict.diagnosis import Scope, diagnose_parameter
 
     made = problem("one_row")
     report = check_gradients(made.objective, made.parameters, made.gradients)
@@ -275,6 +275,173 @@ def test_one_failing_coordinate_is_not_localized_while_others_are_inconclusive()
     failed = parameter.checks.failed()
     assert parameter.diagnosis.kind == "localized"
     arguments = (failed, parameter.checks.passing_index_columns(), parameter.directional, made.gradients["W"])
-    diagnosis = diagnose_parameter(*arguments, inconclusive=3)
+    diagnosis = diagnose_parameter(*arguments, scope=Scope("W", len(parameter.checks), made.gradients["W"].size, 3))
     assert diagnosis.kind == "unexplained" and diagnosis.where == parameter.diagnosis.where
     assert "3 coordinates were inconclusive" in diagnosis.message and "only" not in diagnosis.message
+
+
+# -------------------------------------------------- issue 32: never misleading, always a next step
+
+
+def test_one_coordinate_shows_no_shared_factor():
+    # Swish's one-element β without σ'(βx) (RubixML/ML#437): analytic = 34 × numerical at its one
+    # coordinate was "scale ×34.09, a constant factor applied twice or not at all".
+    x = np.linspace(-2.0, 2.0, 9)
+
+    def objective(parameters):
+        return float(np.sum(x / (1 + np.exp(-parameters["beta"][0] * x))))
+
+    beta = np.array([0.7])
+    wrong = {"beta": np.array([np.sum(x * x)])}  # a derivative without its sigmoid factor
+    diagnosis = check_gradients(objective, {"beta": beta}, wrong).parameter("beta").diagnosis
+    assert diagnosis.kind == "unexplained"
+    assert diagnosis.message.startswith("only one coordinate fails (beta[0]), where analytic = ")
+    assert "one coordinate cannot tell a shared factor from any other error" in diagnosis.message
+
+
+def test_two_one_element_parameters_off_by_one_factor_share_it_in_the_report():
+    # Each alone is one coordinate; together they are two with the same ratio: the loss is scaled.
+    def objective(parameters):
+        return float((parameters["w"][0] - 1.0) ** 2 + (parameters["b"][0] + 2.0) ** 2)
+
+    parameters = {"w": np.array([0.5]), "b": np.array([0.25])}
+    report = check_gradients(objective, parameters, {"w": np.array([-0.5]), "b": np.array([2.25])})
+    assert [parameter.diagnosis.kind for parameter in report.parameters] == ["unexplained", "unexplained"]
+    assert (report.diagnosis.kind, report.diagnosis.factor) == ("scale", 0.5)
+
+
+def test_zero_comes_before_confined_when_every_failing_analytic_value_is_zero():
+    # A max-pool whose backward returns inside its loop (riccardoandreoni0/CNN-from-scratch#1): only
+    # the first window gets its gradient; every failing coordinate has analytic 0, and some pass.
+    x = RNG.normal(size=(6, 6))
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"].reshape(3, 2, 3, 2).max(axis=(1, 3)) ** 2))
+
+    windows = x.reshape(3, 2, 3, 2)
+    top = windows == windows.max(axis=(1, 3), keepdims=True)
+    right = (top * 2 * windows.max(axis=(1, 3), keepdims=True)).reshape(6, 6)
+    wrong = np.zeros_like(right)
+    wrong[:2, :2] = right[:2, :2]  # the first window only
+    report = check_gradients(objective, {"x": x}, {"x": wrong}, samples="all")
+    diagnosis = report.parameter("x").diagnosis
+    assert diagnosis.kind == "zero", diagnosis.message
+    assert "the analytic gradient is 0 at every failing coordinate" in diagnosis.message
+
+
+@pytest.mark.parametrize(
+    ("rank", "axis", "indices", "text"),
+    [
+        (1, 0, [3], "element 3"),
+        (1, 0, [3, 5], "elements 3, 5"),
+        (2, 0, [2], "row 2"),
+        (2, 1, [1, 4], "columns 1, 4"),
+        (3, 1, [2, 3, 5], "indices 2, 3, 5 of axis 1"),
+        (4, 2, [0], "index 0 of axis 2"),
+        (5, 4, list(range(9)), "indices 0, 1, 2, 3, 4, 5 and 3 more of axis 4"),
+    ],
+)
+def test_places_read_right_for_any_number_of_axes(rank, axis, indices, text):
+    from gradcheck_cli.verdict.findings import axis_text
+
+    assert axis_text(rank, axis, indices) == text  # "index 0 of axis 2, 3, 5" was the rank-3 plural
+
+
+def test_several_failing_indices_of_one_axis_take_a_plural_verb():
+    x = RNG.normal(size=(4, 3, 5))
+
+    def objective(parameters):
+        return float(np.sum(np.sin(parameters["x"])))
+
+    wrong = np.cos(x)
+    wrong[:, 1, :] *= 1.5  # index 1 of axis 1 only
+    diagnosis = check_gradients(objective, {"x": x}, {"x": wrong}, samples="all").parameter("x").diagnosis
+    assert (diagnosis.kind, diagnosis.where) == ("localized", "index 1 of axis 1")
+    wrong[:, 2, :] *= 1.5  # and index 2
+    diagnosis = check_gradients(objective, {"x": x}, {"x": wrong}, samples="all").parameter("x").diagnosis
+    assert diagnosis.where == "indices 1, 2 of axis 1" and "only indices 1, 2 of axis 1 fail and" in diagnosis.message
+
+
+def _unexplained(gradients, parameters, objective, **options):
+    report = check_gradients(objective, parameters, gradients, **options)
+    return {p.name: p.diagnosis for p in report.parameters if p.diagnosis is not None}
+
+
+def test_an_unexplained_diagnosis_says_where_it_fails_the_ratios_and_the_next_step():
+    x = RNG.normal(size=(8, 8))
+
+    def objective(parameters):
+        return float(np.sum(np.tanh(parameters["x"])))
+
+    wrong = 1 - np.tanh(x) ** 2 + 0.3 * np.abs(x)  # an extra term of no common factor
+    [diagnosis] = _unexplained({"x": wrong}, {"x": x}, objective).values()
+    assert diagnosis.kind == "unexplained"
+    assert "of 16 checked coordinates fail with no common factor, mirror or place" in diagnosis.message
+    assert "analytic/numerical ranges from " in diagnosis.message
+    assert diagnosis.message.endswith("check all 64 coordinates of x (samples='all', names=['x'])")
+
+
+def test_a_missing_constant_per_row_is_named():
+    # A layer norm whose backward subtracts mean(dy·γ) twice (tenstorrent/tt-metal#53204): the error
+    # is one constant along each row.
+    x = RNG.normal(size=(6, 5))
+
+    def objective(parameters):
+        return float(np.sum(np.sin(parameters["x"])))
+
+    offsets = RNG.normal(size=(6, 1))
+    diagnosis = _unexplained({"x": np.cos(x) - offsets}, {"x": x}, objective, samples="all")["x"]
+    assert "analytic − numerical is one constant within each row and differs between them" in diagnosis.message
+
+
+def test_a_missing_term_proportional_to_theta_is_named():
+    x = RNG.normal(size=(4, 4))
+
+    def objective(parameters):
+        return float(np.sum(np.sin(parameters["x"])) + 0.05 * np.sum(parameters["x"] ** 2))
+
+    diagnosis = _unexplained({"x": np.cos(x)}, {"x": x}, objective)["x"]  # the L2 term's gradient left out
+    assert "analytic − numerical = -0.1·θ at every failing coordinate" in diagnosis.message
+
+
+def test_a_kernel_reversed_along_an_axis_is_named():
+    # conv1d's weight gradient correlated in the wrong order: analytic[f, k] = numerical[f, K−1−k].
+    w = RNG.normal(size=(3, 5))
+    weights = RNG.normal(size=(3, 5))
+
+    def objective(parameters):
+        return float(np.sum(weights * np.sin(parameters["w"])))
+
+    right = weights * np.cos(w)
+    diagnosis = _unexplained({"w": right[:, ::-1].copy()}, {"w": w}, objective, samples="all")["w"]
+    assert "the numerical value at each failing coordinate is the analytic value at the mirrored column" in (
+        diagnosis.message
+    )
+
+
+def test_a_gradient_copied_from_another_parameter_is_named():
+    # LSTM biases whose gradients are the forget gate's, copy-pasted (hanbt/learn_dl#53).
+    a, b = RNG.normal(size=4), RNG.normal(size=4)
+
+    def objective(parameters):
+        return float(np.sum(np.sin(parameters["a"])) + np.sum(parameters["b"] ** 3))
+
+    diagnoses = _unexplained({"a": np.cos(a), "b": np.cos(a)}, {"a": a, "b": b}, objective)
+    assert list(diagnoses) == ["b"]
+    assert "the analytic values equal those of a at every failing coordinate" in diagnoses["b"].message
+
+
+def test_a_flat_objective_beside_nonzero_analytic_values_says_so_and_where():
+    # A triangular solve whose JVP uses dA where triu(dA) belongs (jax-ml/jax#1458): f never reads
+    # the strictly lower triangle, whose analytic values are nonzero.
+    a = np.triu(RNG.normal(size=(4, 4))) + 4 * np.eye(4)
+
+    def objective(parameters):
+        return float(np.sum(np.sin(np.triu(parameters["a"]))))
+
+    wrong = np.cos(a) * np.triu(np.ones((4, 4))) + 0.3 * np.tril(np.ones((4, 4)), -1)
+    report = check_gradients(objective, {"a": a}, {"a": wrong}, samples="all")
+    parameter = report.parameter("a")
+    assert parameter.verdict == "failed" and parameter.checks.verdict_count("failed") == 6
+    assert parameter.diagnosis.message.startswith("f does not change along a[1, 0], a[2, 0], a[2, 1], a[3, 0]")
+    assert "rows 1, 2, 3 hold the failures, row 0 only passes" in parameter.diagnosis.message

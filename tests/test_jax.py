@@ -538,3 +538,27 @@ def test_a_problem_with_complex_jax_arrays_takes_jax_grads_convention():
     wrong = jax_problem((problem.objective, {"z": z}, {"z": jnp.conj(gradient["z"])}))
     report = check_problem(wrong, samples="all")
     assert report.failing_parameters == ("z",) and report.parameters[0].diagnosis.kind == "conjugate"
+
+
+def test_a_correct_float32_mlp_of_a_hundred_thousand_parameters_passes():
+    # 256 → 256 → 128 → 10 with tanh under a mean cross-entropy, 99,978 float32 parameters (issue 32).
+    key = jax.random.PRNGKey(0)
+    widths, params = (256, 256, 128, 10), []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        key, sub = jax.random.split(key)
+        kernel = jax.random.normal(sub, (fan_in, fan_out), jnp.float32) / np.sqrt(fan_in)
+        params.append({"kernel": kernel, "bias": jnp.zeros(fan_out, jnp.float32)})
+    key, inputs_key, labels_key = jax.random.split(key, 3)
+    x = jax.random.normal(inputs_key, (32, 256), jnp.float32)
+    labels = jax.random.randint(labels_key, (32,), 0, 10)
+
+    def loss(params):
+        h = x
+        for index, layer in enumerate(params):
+            h = h @ layer["kernel"] + layer["bias"]
+            h = jnp.tanh(h) if index < len(params) - 1 else h
+        return jnp.mean(jax.nn.logsumexp(h, axis=1) - h[jnp.arange(32), labels])
+
+    assert sum(layer["kernel"].size + layer["bias"].size for layer in params) == 99_978
+    report = check_function(loss, (params,))
+    assert report.verdict == "passed", [(name, record.reason) for name, record in report.failures()]

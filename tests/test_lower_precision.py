@@ -88,7 +88,8 @@ def test_the_issue_objective_is_never_failed_in_forty_seeds():
 @pytest.mark.parametrize(("stale_scale", "other_scale"), [(1, 1), (1, 100), (10, 1), (10, 100), (100, 100)])
 def test_a_stale_copy_with_a_nonzero_analytic_gradient_never_passes(dtype, stale_scale, other_scale):
     """f reads a copy of x made before the check: every probe of x leaves f bit-identical, no
-    evidence for the analytic 1e-3 (it passed in float32 before, as within the collapsed bar)."""
+    evidence for the analytic 1e-3 (it passed in float32 before, as within the collapsed bar); where
+    the bar resolves 1e-3 it fails, saying that f does not change along x."""
     rng = np.random.default_rng(stale_scale * other_scale)
     x, w = rng.normal(size=8).astype(dtype), rng.normal(size=8).astype(dtype)
     stale = (stale_scale * x).astype(dtype)
@@ -98,8 +99,10 @@ def test_a_stale_copy_with_a_nonzero_analytic_gradient_never_passes(dtype, stale
 
     gradients = {"x": np.full(8, 1e-3, dtype), "w": 2 * other_scale * w}
     report = check_gradients(objective, {"x": x, "w": w}, gradients)
-    assert report.parameter("x").verdict == "inconclusive"
-    assert report.parameter("x").diagnosis.kind == "unchanged"
+    checked = report.parameter("x")
+    assert checked.verdict in ("inconclusive", "failed")
+    if checked.verdict == "failed":
+        assert checked.diagnosis.message.startswith("f does not change along x")  # its coordinates or its direction
     assert report.parameter("w").verdict != "failed"
 
 

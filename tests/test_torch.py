@@ -797,6 +797,32 @@ def test_order_2_fails_a_backward_that_is_right_but_not_differentiable_correctly
     assert x.grad is None and y.grad is None
 
 
+class Sextuple(torch.autograd.Function):
+    """6x whose backward, gO·3·temp/inp with temp = 2x and inp = x read from ctx attributes
+    (pytorch/pytorch#76185), is right, 6·gO, but differentiates to −6·gO·v/x through 1/inp where the
+    true second derivative is 0: the order-2 objective ⟨v, 6u⟩ is flat, its analytic value is not."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.temp, ctx.inp = 2 * x, x
+        return 6 * x.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3 * ctx.temp / ctx.inp
+
+
+def test_order_2_fails_a_flat_second_derivative_beside_a_nonzero_analytic_one_saying_what_it_saw():
+    x = torch.linspace(0.5, 2.0, 6, dtype=torch.float64, requires_grad=True)
+    assert check_function(Sextuple.apply, (x,)).passed  # the first order is right
+    report = check_function(Sextuple.apply, (x,), order=2)
+    assert report.verdict == "failed" and report.failing_parameters == ("inputs[0]",)  # inconclusive before
+    diagnosis = report.parameter("inputs[0]").diagnosis
+    assert diagnosis.message.startswith("f does not change")  # exactly, or within the bars of 0
+    assert "while their analytic values are nonzero" in diagnosis.message
+    assert "stale" not in diagnosis.message and "does not read" not in diagnosis.message
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_mode_fails_a_jvp_with_a_sign_error_naming_its_input(dtype):
     x = torch.linspace(-1.0, 2.0, 9, dtype=dtype, requires_grad=True)
@@ -1438,3 +1464,14 @@ def test_a_sparse_mkldnn_or_complex_input_is_restored_bit_for_bit_when_fn_raises
     with pytest.raises(RuntimeError, match="inside fn"):
         check_function(fn, (x,))
     assert torch.equal(dense(x), saved)
+
+
+def test_a_correct_float32_linear_layer_of_a_million_parameters_passes_through_the_module_check():
+    # nn.Linear(1000, 1000) under mse_loss: 7 of 32 coordinates were inconclusive (issue 32).
+    from gradcheck_cli.torch import check_module
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1000, 1000)
+    x, y = torch.randn(32, 1000), torch.randn(32, 1000)
+    report = check_module(model, lambda module: torch.nn.functional.mse_loss(module(x), y))
+    assert report.verdict == "passed", [(name, record.reason) for name, record in report.failures()]

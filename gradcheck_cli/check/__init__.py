@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 
 from ..advice.steps import advise_parameter_steps
 from ..engine.problem import GradientProblem, as_problem
-from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, merged_report, purity_of, report_of
+from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, with_passing_gradients
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
 from .plan import plan_check, probed_at, selected_coordinates
 from .probe import JITTER_LIMIT, GuardedObjective, first_pass, resolved_direction_scale
@@ -28,6 +28,7 @@ from .records import (
     ParameterCheck,
     PurityVerdict,
 )
+from .report import merged_report, purity_of, report_of
 
 __all__ = [
     "ALL_COORDINATES",
@@ -90,7 +91,8 @@ def check_gradients(
         Before any objective call, for anything wrong with the request (an unknown option
         included; wrapped in AtParameter, and AtCoordinate where a coordinate is at fault).
         During the check, a non-finite or non-scalar objective value at a coordinate's step.
-        Exceptions raised by the objective propagate unchanged, with every array restored.
+        Exceptions raised by the objective propagate unchanged, with every array restored (but
+        at the last confirmation step, 100h, which is then skipped: docs/method.md, "Verdicts").
     """
     return _check(objective, parameters, gradients, options_of("check_gradients", options))
 
@@ -125,9 +127,8 @@ def _checked(plan: list, counted: GuardedObjective, options: Options, workers) -
     purity = purity_of(counted.centers, min(planned.dtype.epsilon for planned in plan))
     direction_scales = [resolved_direction_scale(item) for item in probed]
     largest = (max([0.0] + [largest_gradient(item) for item in probed]), max([0.0, *direction_scales]))
-    checks = [
-        judge_parameter(item, counted, purity.spread, largest, scale) for item, scale in zip(probed, direction_scales)
-    ]
+    checks = [judge_parameter(item, counted, purity, largest, scale) for item, scale in zip(probed, direction_scales)]
+    checks = with_passing_gradients(checks, probed)
     counted.unchanged()  # the confirmations and directional probes may not have changed θ either
     return report_of(checks, purity, step_advice, counted.calls)
 

@@ -1,20 +1,18 @@
-"""The verdicts of a check's coordinates, directions and parameters, and the purity of f(θ)."""
+"""The verdicts of a check's coordinates, directions and parameters, and their diagnoses."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.record import float_bits
 from ..engine.dtypes import ProbeDtype, probe_dtype
 from ..engine.estimator import CentralDifference, compare_gradients, compare_one_sided_slopes, validate_step
 from ..engine.tensors import at_coordinate
 from ..errors import AtParameter, GradCheckError
-from ..verdict.diagnosis import DirectionalGap, diagnose_parameter, diagnose_report, unchanged_diagnosis
+from ..verdict.diagnosis import DirectionalGap, Scope, diagnose_parameter, with_other_parameters
 from ..verdict.estimates import (
     NoiseModel,
     ObservedNoise,
@@ -29,13 +27,15 @@ from ..verdict.estimates import (
     value_epsilons,
 )
 from ..verdict.reasons import agreement
-from ..verdict.rules import judge_confirmed, judge_primary, verdict_of, with_step_sensitivity
+from ..verdict.rules import judge_confirmed, judge_primary, smooth_by_curvature, verdict_of, with_step_sensitivity
 from ..verdict.terms import (
     CONFIRMATION_FACTORS,
     FAILED,
     FAIL_MARGIN,
     INCONCLUSIVE,
     KINK,
+    LARGEST_RELATIVE_STEP,
+    LAST_FACTOR,
     PASSED,
     ROUNDING_FACTOR,
     Evidence,
@@ -46,27 +46,29 @@ from ..verdict.terms import (
 from .directional import DirectionalCheck, directional_estimate
 from .plan import PlannedParameter
 from .probe import (
-    JITTER_LIMIT,
     GuardedObjective,
     ProbedParameter,
     confirmations,
     coordinate_difference,
+    further_differences,
     probe_parameter_direction,
 )
-from .records import CoordinateCheck, CoordinateChecks, GradientCheckReport, KinkVerdict, ParameterCheck, PurityVerdict
+from .records import CoordinateCheck, CoordinateChecks, KinkVerdict, ParameterCheck, PurityVerdict
 
 
 @dataclass(frozen=True, eq=False)
 class PrimaryReading:
     """What a parameter's coordinates are judged with: the probed ``item``, f(θ) ``center``, the
-    ``jitter``, the ``resolution`` and the ``primary`` columns at h. Called with k, coordinate k's
-    record read from the primary columns, as :class:`CoordinateChecks` asks."""
+    ``jitter``, the ``resolution``, the ``primary`` columns at h, and whether f(θ) is ``stateful``.
+    Called with k, coordinate k's record read from the primary columns, as :class:`CoordinateChecks`
+    asks."""
 
     item: ProbedParameter
     center: float
     jitter: float
     resolution: Resolution
     primary: PrimaryColumns
+    stateful: bool = False
 
     def __call__(self, k: int) -> CoordinateCheck:
         return _judge_coordinate(self, k)
@@ -128,18 +130,35 @@ def _confirmed(reading: PrimaryReading, k: int, differences: list, noise: Observ
     kink_tolerance = _kink_tolerances(planned, np.array([d.requested_step for d in differences]), difference.point)
     confirmations = stencil_estimates(differences, analytic, NoiseModel(noise.epsilon, jitter, kink_tolerance))
     first = (reading.primary.estimate(k),) if not noise.units else ()
-    estimates = with_step_sensitivity(
-        [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
-    )
+    estimates = [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
+    estimates = with_step_sensitivity(_smooth_slopes(estimates, [d.right_slope - d.left_slope for d in differences]))
+    values_precision = _values_precision(planned, difference)
     evidence = Evidence(
         collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
         precision=planned.dtype.name,
-        values_precision=_values_precision(planned, difference),
+        values_precision=values_precision,
+        frozen=_frozen(values_precision, differences),
         noise=noise.units,
         rounding_zero=_rounding_zero(item, center, resolution),
+        stateful=reading.stateful,
     )
     judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor), evidence)
     return estimates, judgement
+
+
+def _smooth_slopes(estimates: list, gaps: list) -> list:
+    """The estimates, their slopes consistent where the slopes' ``gaps`` (right minus left) across
+    steps show a smooth f's curvature (:func:`~gradcheck_cli.verdict.rules.smooth_by_curvature`): at
+    100h in float32 a quadratic's slopes differ by f″·h, far beyond any kink tolerance, and agree
+    with 10h's."""
+    steps = [e.step for e in estimates]
+    # each slope is off by up to its values' error over its spacing: 4 bars' worth between them
+    noises = [4 * (e.error_bar.rounding + e.error_bar.jitter) for e in estimates]
+    smooth = smooth_by_curvature(steps, gaps, noises)
+    return [
+        dataclasses.replace(e, slopes_consistent=True) if flag and not e.slopes_consistent else e
+        for e, flag in zip(estimates, smooth)
+    ]
 
 
 def _rounding_zero(item: ProbedParameter, center: float, resolution: Resolution) -> float:
@@ -161,6 +180,16 @@ def _values_precision(planned: PlannedParameter, difference: CentralDifference) 
     return "bfloat16" if epsilon == 2.0**-7 else "float32"
 
 
+def _frozen(values_precision: str | None, differences: list) -> bool:
+    """f's values are numbers of a lower precision whose quantum at θ is at least every step tried:
+    an input rounded into it need not move at any of them."""
+    if values_precision is None:
+        return False
+    epsilon = probe_dtype(values_precision).epsilon
+    point = differences[0].point
+    return max(difference.requested_step for difference in differences) <= 2 * epsilon * max(1.0, abs(point))
+
+
 def _points(difference: CentralDifference) -> tuple:
     """The difference's θ−h, θ, θ+h as one-element columns (for value_epsilons)."""
     return ([difference.minus_point], [difference.point], [difference.plus_point])
@@ -178,50 +207,51 @@ def _verdict_fields(estimates: tuple, judgement: Judgement) -> dict:
 
 
 def _judge_direction(
-    item: ProbedParameter, counted: GuardedObjective, jitter: float, resolution: Resolution, noise: ObservedNoise
+    item: ProbedParameter,
+    counted: GuardedObjective,
+    reading: PrimaryReading,
+    resolution: Resolution,
+    noise: ObservedNoise,
 ) -> DirectionalCheck:
-    """The directional test's verdict: at multiplier 1, confirmed at the other multipliers if needed,
-    every bar carrying the value ``noise`` the parameter's coordinates showed."""
+    """The directional test's verdict: at multiplier 1, confirmed at 0.1 and 10 if needed and at 100
+    if those leave it undecided, every bar carrying the value ``noise`` the parameter's coordinates
+    showed (or the direction's own, when larger)."""
     planned = item.planned
-    epsilon = noise.epsilon
     center = counted.centers[0]
-    kink_tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
-
-    def estimate(probe):
-        scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        return directional_estimate(
-            probe, center, NoiseModel(epsilon, jitter, kink_tolerance), scale, resolution.gradient
-        )
-
+    direction = _DirectionReading(item, reading, resolution, noise.epsilon, center)
     probes = [item.direction] if item.direction is not None else []
-    floor, judgement = planned.tolerance, None
-    if probes:
-        floor = _direction_floor(planned, probes[0], center, epsilon)
-        standard = Standard(planned.tolerance, resolution, floor, "multiplier")
-        judgement = judge_primary(estimate(probes[0]), standard)
-    if judgement is None:
-        for factor in CONFIRMATION_FACTORS:
-            probe = probe_parameter_direction(planned, item.original, item.displacement, factor, counted)
-            if probe is not None:
-                probes.append(probe)
-        noise = _direction_noise(probes, center, noise, planned.dtype.epsilon)
-        if noise.epsilon > epsilon:  # the direction's own estimates show f's lower precision
-            epsilon = noise.epsilon
-            floor = _direction_floor(planned, probes[0], center, epsilon)
-    estimates = tuple(estimate(probe) for probe in probes)
-    if judgement is None and not estimates:
+    if not probes:
         judgement = Judgement(
             verdict=INCONCLUSIVE, decided_at=0, reason="the direction's probes round back to θ or overflow"
         )
-    elif judgement is None:
-        estimates = with_step_sensitivity(estimates)
-        evidence = Evidence(
-            collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
-            precision=planned.dtype.name,
-            noise=noise.units,
-            rounding_zero=_rounding_zero(item, center, resolution),
-        )
-        judgement = judge_confirmed(estimates, Standard(planned.tolerance, resolution, floor, "multiplier"), evidence)
+        return _directional_check(planned, probes, (), judgement)
+    judgement = judge_primary(direction.estimate(probes[0]), direction.standard(probes[0]))
+    if judgement is not None:
+        return _directional_check(planned, probes, (direction.estimate(probes[0]),), judgement)
+    probes += _direction_probes(item, counted, CONFIRMATION_FACTORS)
+    noise = _direction_noise(probes, center, noise, planned.dtype.epsilon)
+    direction.epsilon = max(direction.epsilon, noise.epsilon)  # the direction's own estimates show f's lower precision
+    estimates, judgement = direction.judged(probes, noise)
+    # each element moves by (ε^(1/3)·max(1, |θ_i|) or h)/√N at multiplier 1
+    moved = (planned.dtype.step_factor if planned.step is None else planned.step) / math.sqrt(planned.array.size)
+    if judgement.verdict in (INCONCLUSIVE, KINK) and LAST_FACTOR * moved <= LARGEST_RELATIVE_STEP:
+        last = _unless_raised(lambda: _direction_probes(item, counted, (LAST_FACTOR,)))
+        rejudged = direction.judged(probes + last, noise) if last else None
+        if rejudged is not None and rejudged[1].verdict == PASSED:  # as a coordinate's: 100h only passes
+            estimates, judgement = rejudged
+            probes += last
+    return _directional_check(planned, probes, estimates, judgement)
+
+
+def _direction_probes(item: ProbedParameter, counted: GuardedObjective, factors) -> list:
+    """The direction's usable probes at each multiplier of ``factors``."""
+    probes = (
+        probe_parameter_direction(item.planned, item.original, item.displacement, factor, counted) for factor in factors
+    )
+    return [probe for probe in probes if probe is not None]
+
+
+def _directional_check(planned: PlannedParameter, probes: list, estimates: tuple, judgement: Judgement):
     first = probes[0] if probes else None
     return DirectionalCheck(
         elements=int(planned.array.size),
@@ -230,6 +260,44 @@ def _judge_direction(
         plus_value=first.plus_value if first else math.nan,
         **_verdict_fields(estimates, judgement),
     )
+
+
+@dataclass(eq=False)
+class _DirectionReading:
+    """What a parameter's directional estimates are judged with: its probed ``item`` and coordinates'
+    ``reading``, the ``resolution``, the ``epsilon`` f's values carry and f(θ) ``center``."""
+
+    item: ProbedParameter
+    reading: PrimaryReading
+    resolution: Resolution
+    epsilon: float
+    center: float
+
+    def estimate(self, probe):
+        planned, resolution = self.item.planned, self.resolution
+        scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
+        tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
+        noise = NoiseModel(self.epsilon, self.reading.jitter, tolerance)
+        return directional_estimate(probe, self.center, noise, scale, resolution.gradient)
+
+    def standard(self, first) -> Standard:
+        floor = _direction_floor(self.item.planned, first, self.center, self.epsilon)
+        return Standard(self.item.planned.tolerance, self.resolution, floor, "multiplier")
+
+    def judged(self, probes: list, noise: ObservedNoise) -> tuple:
+        """The estimates of ``probes`` (the first at multiplier 1), with their slopes' curvature and
+        step sensitivity, and their Judgement."""
+        center = self.center
+        gaps = [((p.plus_value - center) - (center - p.minus_value)) / p.multiplier for p in probes]
+        estimates = with_step_sensitivity(_smooth_slopes([self.estimate(probe) for probe in probes], gaps))
+        evidence = Evidence(
+            collapsed=[probe.minus_value == center == probe.plus_value for probe in probes],
+            precision=self.item.planned.dtype.name,
+            noise=noise.units,
+            rounding_zero=_rounding_zero(self.item, center, self.resolution),
+            stateful=self.reading.stateful,
+        )
+        return estimates, judge_confirmed(estimates, self.standard(probes[0]), evidence)
 
 
 def _direction_floor(planned: PlannedParameter, probe, center: float, epsilon: float) -> float:
@@ -277,9 +345,12 @@ def _kink_tolerances(planned: PlannedParameter, steps, theta):
 
 
 def judge_parameter(
-    item: ProbedParameter, counted: GuardedObjective, jitter: float, largest: tuple, direction_scale: float
+    item: ProbedParameter, counted: GuardedObjective, purity: PurityVerdict, largest: tuple, direction_scale: float
 ) -> ParameterCheck:
-    planned, columns = item.planned, item.planned.columns
+    """One parameter's record: its coordinates judged (confirmed where they did not pass at h), its
+    directional test, its verdict (at best inconclusive when the ``purity`` says f is stateful) and
+    the diagnosis of a failure."""
+    planned, columns, jitter = item.planned, item.planned.columns, purity.spread
     resolution = Resolution(gradient=largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
     center = counted.centers[0]
@@ -292,12 +363,16 @@ def judge_parameter(
     )
     confirmed = {k: confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
     noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
-    reading = PrimaryReading(item, center, jitter, resolution, primary)
+    reading = PrimaryReading(item, center, jitter, resolution, primary, purity.stateful)
     judged = {k: _judge_coordinate(reading, k, differences, noise) for k, differences in confirmed.items()}
-    checks = CoordinateChecks(PrimaryReading(_slim(item), center, jitter, resolution, primary), judged)
-    resolution = Resolution(gradient=direction_scale, check=largest[1])
-    directional = _judge_direction(item, counted, jitter, resolution, noise)
-    verdict = verdict_of(checks.verdicts() | {directional.verdict})
+    for k, record in judged.items():
+        last = _last_confirmation(item, k, record, confirmed[k], counted)
+        if last:  # 100h may resolve what rounding hid; it never decides a failure h/10 to 10h did not
+            rejudged = _judge_coordinate(reading, k, confirmed[k] + last, noise)
+            judged[k] = rejudged if rejudged.passed else record
+    checks = CoordinateChecks(dataclasses.replace(reading, item=_slim(item)), judged)
+    directional = _judge_direction(item, counted, reading, Resolution(direction_scale, largest[1]), noise)
+    verdict = verdict_of(checks.verdicts() | {directional.verdict}, purity.stateful)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     diagnosis = diagnose_parameter(
         checks.failed(),
@@ -305,11 +380,15 @@ def judge_parameter(
         directional,
         np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
         _directional_gap(item, directional, planned.tolerance),
-        checks.verdict_count(INCONCLUSIVE),
+        Scope(
+            planned.name,
+            len(checks),
+            int(planned.array.size),
+            checks.verdict_count(INCONCLUSIVE),
+            checks.index_columns(),
+        ),
         parts=planned.complex_dtype is not None,
     )
-    if diagnosis is None and verdict != PASSED and _unchanged(item, center, directional):
-        diagnosis = unchanged_diagnosis(planned.name, planned.dtype.name)
     return ParameterCheck(
         name=planned.name,
         dtype=planned.shown_dtype,
@@ -327,17 +406,53 @@ def judge_parameter(
     )
 
 
+def with_passing_gradients(checks: list, probed: list) -> list:
+    """Each parameter's record, an unexplained diagnosis saying what the analytic gradients of the
+    parameters that passed show about its failing coordinates (a copy of one, a term ∝ one)."""
+    passing = {item.planned.name: item.planned.gradient for item, check in zip(probed, checks) if check.passed}
+    if not passing:
+        return checks
+    return [
+        dataclasses.replace(
+            check,
+            diagnosis=with_other_parameters(
+                check.diagnosis, check.name, check.checks.failed(), {**passing, check.name: item.planned.gradient}
+            ),
+        )
+        for item, check in zip(probed, checks)
+    ]
+
+
+def _last_confirmation(item: ProbedParameter, k: int, record, differences: list, counted: GuardedObjective) -> list:
+    """Coordinate k's difference at h·LAST_FACTOR when h/10 to 10h left it undecided and the probes
+    there stay within LARGEST_RELATIVE_STEP of max(1, |θ|); none otherwise."""
+    first = differences[0]
+    if record.verdict not in (INCONCLUSIVE, KINK):
+        return []
+    if LAST_FACTOR * first.requested_step > LARGEST_RELATIVE_STEP * max(1.0, abs(first.point)):
+        return []
+    index = item.planned.columns.coordinate(k)
+    return _unless_raised(lambda: further_differences(item.planned, index, first, counted, (LAST_FACTOR,)))
+
+
+def _unless_raised(probing) -> list:
+    """What ``probing`` returns, or nothing where the objective raised at the step: a probe 100h from θ
+    may leave the objective's domain (a matrix no longer positive definite), and that step is then
+    unusable, as one whose f is not finite is. The array is restored; gradcheck's own errors and
+    interrupts go on."""
+    try:
+        return probing()
+    except GradCheckError:
+        raise
+    except Exception:
+        return []
+
+
 def _slim(item: ProbedParameter) -> ProbedParameter:
     """``item`` without its arrays: the records are built from what they show, and a report that is
     kept must keep no copy of θ (nor θ, its snapshot or its gradient)."""
     planned = dataclasses.replace(item.planned, array=None, gradient=None, snapshot=None)
     return ProbedParameter(planned, item.minus_values, item.plus_values, item.slopes)
-
-
-def _unchanged(item: ProbedParameter, center: float, directional: DirectionalCheck) -> bool:
-    """f bit-identical to f(θ) at both probes of every coordinate's first step and of the direction."""
-    moved = np.any(item.minus_values != center) or np.any(item.plus_values != center)
-    return not moved and directional.minus_value == center == directional.plus_value
 
 
 def _directional_gap(item: ProbedParameter, directional: DirectionalCheck, tolerance: float) -> DirectionalGap | None:
@@ -349,79 +464,6 @@ def _directional_gap(item: ProbedParameter, directional: DirectionalCheck, toler
         shifts=item.displacement.shifts(item.original),
         gap=estimate.analytic - estimate.numerical,
         limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
-    )
-
-
-def report_of(
-    checks: list, purity: PurityVerdict, step_advice, evaluations: int, calls: tuple = ()
-) -> GradientCheckReport:
-    """The report of the parameters' ``checks`` and the derivative ``calls``' checks (torch and JAX)."""
-    verdict = verdict_of([*(check.verdict for check in checks), *(call.verdict for call in calls)], purity.stateful)
-    failing = [check.name for check in checks if not check.passed]
-    failing += [call.parameter for call in calls if not call.passed]
-    return GradientCheckReport(
-        verdict=verdict,
-        passed=verdict == PASSED,
-        checked=sum(len(check.checks) for check in checks),
-        failed=sum(check.checks.verdict_count(FAILED) for check in checks),
-        inconclusive=sum(
-            check.checks.verdict_count(INCONCLUSIVE) + check.checks.verdict_count(KINK) for check in checks
-        ),
-        failing_parameters=tuple(dict.fromkeys(failing)),
-        purity=purity,
-        parameters=tuple(checks),
-        step_advice=step_advice,
-        evaluations=evaluations,
-        diagnosis=diagnose_report([check.diagnosis for check in checks]),
-        calls=tuple(calls),
-    )
-
-
-def merged_report(reports: Mapping) -> GradientCheckReport:
-    """One report of several checks by label (a torch or JAX function in several modes or orders): each
-    parameter's and call check's name followed by its label in parentheses, the least pure purity,
-    every evaluation counted."""
-    checks = [
-        dataclasses.replace(check, name=f"{check.name} ({label})")
-        for label, report in reports.items()
-        for check in report.parameters
-    ]
-    calls = [
-        dataclasses.replace(call, parameter=f"{call.parameter} ({label})")
-        for label, report in reports.items()
-        for call in report.calls
-    ]
-    purity = max((report.purity for report in reports.values()), key=lambda purity: (purity.stateful, not purity.pure))
-    return report_of(checks, purity, None, sum(report.evaluations for report in reports.values()), tuple(calls))
-
-
-def purity_of(centers: list, epsilon: float) -> PurityVerdict:
-    """The spread of f(θ) over its evaluations at the restored point, and what it means."""
-    reference = centers[0]
-    distinct = len({float_bits(value) for value in centers})
-    spread = max(centers) - min(centers)
-    stateful = spread > JITTER_LIMIT * epsilon * max(abs(value) for value in centers)
-    if distinct == 1:
-        message = f"all {len(centers)} evaluations of f(θ) are bit-identical"
-    elif stateful:
-        message = (
-            f"the objective is nondeterministic or stateful: f(θ) took {distinct} different values in "
-            f"{len(centers)} evaluations with every parameter restored (spread {spread:.2e}), far beyond "
-            "rounding jitter; no comparison built on it is evidence"
-        )
-    else:
-        message = (
-            f"f(θ) took {distinct} different values in {len(centers)} evaluations (spread {spread:.2e}): "
-            "rounding jitter, counted in every error bar"
-        )
-    return PurityVerdict(
-        pure=distinct == 1,
-        stateful=stateful,
-        evaluations=len(centers),
-        distinct=distinct,
-        reference_value=reference,
-        spread=spread,
-        message=message,
     )
 
 

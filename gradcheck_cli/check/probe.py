@@ -226,10 +226,12 @@ def _direction_displacement(planned: PlannedParameter) -> Direction:
     )
 
 
-def _confirmation_differences(planned, index: tuple, difference: CentralDifference, counted: GuardedObjective) -> list:
-    """The coordinate's differences at h·factor for each confirmation factor whose probes are usable."""
+def further_differences(
+    planned, index: tuple, difference: CentralDifference, counted: GuardedObjective, factors: tuple
+) -> list:
+    """The coordinate's differences at h·factor for each of the ``factors`` whose probes are usable."""
     differences, point = [], difference.point
-    for factor in CONFIRMATION_FACTORS:
+    for factor in factors:
         step = difference.requested_step * factor
         try:
             geometry = dtype_perturbations(point, step, planned.dtype)
@@ -244,7 +246,8 @@ def confirmations(item: ProbedParameter, k: int, center: float, counted: Guarded
     """Coordinate k's CentralDifferences at h and at each usable confirmation step."""
     planned = item.planned
     difference = coordinate_difference(planned, k, item.minus_values, center, item.plus_values)
-    return [difference, *_confirmation_differences(planned, planned.columns.coordinate(k), difference, counted)]
+    index = planned.columns.coordinate(k)
+    return [difference, *further_differences(planned, index, difference, counted, CONFIRMATION_FACTORS)]
 
 
 def _scale(offsets: np.ndarray, slopes: SlopeColumns, peak: float = math.inf) -> DirectionScale:

@@ -141,6 +141,11 @@ class CoordinateChecks(Sequence):
             errors[k] = record.estimates[record.decided_at].relative_error
         return self[int(np.argmax(errors))]
 
+    def index_columns(self) -> list:
+        """For each axis, the index of every checked coordinate (numpy columns)."""
+        columns = self._item.planned.columns
+        return list(index_columns(columns.offsets, columns.shape))
+
     def passing_index_columns(self) -> list:
         """For each axis, the index of every coordinate that passed with a clearly nonzero numerical
         value (beyond twice its error bar): what the diagnosis compares failures against."""
@@ -173,7 +178,7 @@ class ParameterCheck(Record):
         Shared by every coordinate, or None when each coordinate's step sets its own.
     verdict : str
         failed if a coordinate or the directional test failed, else inconclusive
-        if one did not pass, else passed.
+        if one did not pass or the objective is stateful, else passed.
     passed : bool
     checks : CoordinateChecks
         A sequence of CoordinateCheck, in selection order, built from columns when read.
@@ -234,7 +239,8 @@ class GradientCheckReport(Record):
     checked, failed, inconclusive : int
         Coordinates checked; those that failed; those that neither passed nor failed.
     failing_parameters : tuple of str
-        Names of the parameters that did not pass, in problem order.
+        Names of the parameters that did not pass, failed or inconclusive (on a stateful
+        objective every parameter is inconclusive), in problem order.
     purity : PurityVerdict
     parameters : tuple of ParameterCheck, in problem order
     step_advice : ProblemStepAdvice or None

@@ -316,7 +316,7 @@ def _parameter_table(parameter):
         "numerical",
         "relative error",
         "error bar",
-        "actual h₋ / h₊",
+        "step",
         "verdict",
         caption=f"Directional test: {parameter.directional.verdict}; {parameter.directional.reason}."
         + ("" if parameter.diagnosis is None else f"\nDiagnosis: {diagnosis_text(parameter.diagnosis)}."),
@@ -324,14 +324,14 @@ def _parameter_table(parameter):
     from ..engine.complex_parts import coordinate_text  # a check's report: numpy is loaded already
 
     for record in parameter.checks:
-        d, decided = record.difference, record.estimates[record.decided_at]
+        decided = record.estimates[record.decided_at]  # every number of the row from the step it rests on
         table.add_row(
             coordinate_text(record.coordinate, parameter.dtype),
             _short(decided.analytic),
             _short(decided.numerical),
             compact_scientific(decided.relative_error),
             compact_scientific(decided.error_bar.total),
-            _spacings(d.minus_spacing, d.plus_spacing),
+            rust_debug(decided.step),
             _coordinate_verdict_cell(record),
         )
     return table

@@ -1,6 +1,10 @@
 """The errors only the command line raises: a malformed command line, an unusable input file, a failing objective;
 and :func:`in_flags`, which names in a library message the flags that set the parameters it names."""
 
+import ast
+import re
+import shlex
+
 from .record import GradCheckError
 
 #: The error classes only (the error schema has one kind per name); in_flags is imported by name.
@@ -82,8 +86,16 @@ FLAG_NAMES = {
 }
 
 
+#: How a library message asks for every coordinate of one parameter: ``(samples='all', names=['W'])``.
+EVERY_COORDINATE_OF = re.compile(r"\(samples='all', names=\[(.+?)\]\)")
+
+
+def _every_coordinate_flags(match: re.Match) -> str:
+    return f"(--samples all --param {shlex.quote(ast.literal_eval(match.group(1)))})"
+
+
 def in_flags(message: str) -> str:
     """A library message with the command line's flags where it names the parameters they set."""
     for words, with_flag in FLAG_NAMES.items():
         message = message.replace(words, with_flag)
-    return message
+    return EVERY_COORDINATE_OF.sub(_every_coordinate_flags, message)

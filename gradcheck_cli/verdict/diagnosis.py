@@ -8,19 +8,29 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..core.formatting import rust_list
 from ..core.record import Record
 from ..engine.complex_parts import coordinate_text
+from .findings import axis_text, difference_text, next_step, other_parameter_text, ratios_text, shown, slices_text
 from .words import FAILED, PASSED
 
-__all__ = ["KINDS", "Diagnosis", "DirectionalGap", "diagnose_parameter", "diagnose_report", "unchanged_diagnosis"]
+__all__ = [
+    "KINDS",
+    "Diagnosis",
+    "DirectionalGap",
+    "Scope",
+    "diagnose_parameter",
+    "diagnose_report",
+    "with_other_parameters",
+]
 
 #: Every ``Diagnosis.kind``.
-KINDS = ("scale", "sign", "transpose", "conjugate", "zero", "localized", "unexplained", "unchanged")
+KINDS = ("scale", "sign", "transpose", "conjugate", "zero", "localized", "unexplained")
 #: Ratios of analytic to numerical agree when within this relative spread of their median.
 RATIO_SPREAD = 1e-2
 
@@ -100,28 +110,8 @@ def _scale_message(factor: float) -> str:
     return f"analytic = {text} × numerical at every failing coordinate: {causes}"
 
 
-def _axis_name(rank: int, axis: int, index: int, parts: bool = False) -> str:
-    """Index ``index`` of ``axis`` in words; with ``parts``, the last axis of a complex parameter's real view
-    is its parts, and ``rank`` counts the others."""
-    if parts and axis == rank:
-        return f"the {'real' if index == 0 else 'imaginary'} parts"
-    if rank == 2:
-        return f"{'row' if axis == 0 else 'column'} {index}"
-    if rank == 1:
-        return f"element {index}"
-    return f"index {index} of axis {axis}"
-
-
 #: At most this many indices of one axis hold every failure for them to be named (rows 3 and 7).
 CONFINED_INDICES = 3
-
-
-def _indices_text(rank: int, axis: int, indices: list, parts: bool = False) -> str:
-    if len(indices) == 1:
-        return _axis_name(rank, axis, indices[0], parts)
-    name = _axis_name(rank, axis, 0).rsplit(" ", 1)[0]
-    plural = {"row": "rows", "column": "columns", "element": "elements"}.get(name, name)
-    return f"{plural} {', '.join(str(index) for index in indices)}"
 
 
 def _confined(failing: list, passing: list, rank: int, parts: bool = False) -> tuple | None:
@@ -139,8 +129,16 @@ def _confined(failing: list, passing: list, rank: int, parts: bool = False) -> t
     for axis in range(rank):
         indices = sorted({check.coordinate[axis] for check in failing})
         if len(indices) <= CONFINED_INDICES and not np.any(np.isin(passing[axis], indices)):
-            return _indices_text(rank - parts, axis, indices, parts), axis, indices
+            return _axis_words(rank, axis, indices, parts), axis, indices
     return None
+
+
+def _axis_words(rank: int, axis: int, indices: list, parts: bool) -> str:
+    """:func:`~.findings.axis_text`; with ``parts``, the last axis of a complex parameter's real view is its
+    parts, and the others are counted without it."""
+    if parts and axis == rank - 1:
+        return " and ".join(f"the {'real' if index == 0 else 'imaginary'} parts" for index in indices)
+    return axis_text(rank - parts, axis, indices)
 
 
 @dataclass(frozen=True)
@@ -195,27 +193,46 @@ def _transposed(failing: list, gradient: np.ndarray, parts: bool = False) -> boo
     return True
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What a diagnosis says about its parameter beside its coordinates: its ``name``, how many
+    coordinates were ``checked`` of its ``size`` elements, how many were ``inconclusive``, and, per
+    axis, the index of every checked coordinate (``indices``, numpy columns)."""
+
+    name: str
+    checked: int
+    size: int
+    inconclusive: int = 0
+    indices: list | None = None
+
+
+def _unexplained(where: str | None, *parts: str, factor: float | None = None) -> Diagnosis:
+    return Diagnosis(kind="unexplained", factor=factor, where=where, message="; ".join(part for part in parts if part))
+
+
 def _confined_diagnosis(
-    failing: list, confined, ratio, gradient: np.ndarray, directional, gap: DirectionalGap | None, inconclusive: int
+    failing: list, confined, ratio, gradient: np.ndarray, directional, gap, scope: Scope
 ) -> Diagnosis:
     """The diagnosis of failures confined to one place (``confined``, from :func:`_confined`): localized
     there when the rest is evidenced right, else where it fails at least."""
     where = confined[0]
-    if inconclusive:
-        return Diagnosis(
-            kind="unexplained",
-            factor=None,
-            where=where,
-            message=f"{where} fails at least, and {inconclusive} coordinate{'s were' if inconclusive > 1 else ' was'} "
-            "inconclusive: the rest is not shown right (check more coordinates, or at another step)",
+    fails = "fails" if len(failing) == 1 or confined[1] is None or len(confined[2]) == 1 else "fail"
+    if scope.inconclusive:
+        were = "s were" if scope.inconclusive > 1 else " was"
+        return _unexplained(
+            where,
+            f"{where} {fails} at least, and {scope.inconclusive} coordinate{were} inconclusive: the rest is not shown "
+            "right (check more coordinates, or at another step)",
+            next_step(scope.name, scope.checked, scope.size),
         )
     if not _evidenced(failing, confined, ratio, gradient, directional, gap):
-        return Diagnosis(
-            kind="unexplained",
-            factor=None,
-            where=where,
-            message=f"{where} fails at least, and the directional test shows more error than the failing "
-            "coordinates explain: check every coordinate (samples='all')",
+        seen = (
+            "the directional test shows more error than the failing coordinates explain"
+            if directional.verdict == FAILED
+            else f"the directional test is {directional.verdict}: the rest is not shown right"
+        )
+        return _unexplained(
+            where, f"{where} {fails} at least, and {seen}", next_step(scope.name, scope.checked, scope.size)
         )
     factor = None if ratio is None else _nice(ratio)
     detail = "" if factor is None else f" (there analytic = {factor:g} × numerical)"
@@ -223,8 +240,93 @@ def _confined_diagnosis(
         kind="localized",
         factor=factor,
         where=where,
-        message=f"only {where} fails and the rest passes{detail}: an indexing or broadcasting slip there",
+        message=f"only {where} {fails} and the rest passes{detail}: an indexing or broadcasting slip there",
     )
+
+
+def _directional_only(directional, scope: Scope) -> Diagnosis | None:
+    """A failed directional test with no failing coordinate: where the error must be."""
+    if directional.verdict != FAILED:
+        return None
+    failed = "the directional test failed"
+    if all(estimate.numerical == 0.0 for estimate in directional.estimates):
+        analytic = directional.estimates[directional.decided_at].analytic
+        failed = (
+            f"f does not change along {scope.name}'s direction at any multiplier tried, while the analytic "
+            f"directional derivative is {analytic:.4g}"
+        )
+    if scope.inconclusive:
+        were = "s were" if scope.inconclusive > 1 else " was"
+        seen = f"no checked coordinate failed, but {scope.inconclusive} coordinate{were} inconclusive"
+        return _unexplained(None, f"{failed}; {seen}", next_step(scope.name, scope.checked, scope.size))
+    if scope.checked < scope.size:
+        return _unexplained(
+            None,
+            "every checked coordinate passed but the directional test failed: the error is at coordinates the "
+            "selection left out",
+            next_step(scope.name, scope.checked, scope.size),
+        )
+    return _unexplained(
+        None,
+        "every coordinate passed but the directional test failed: an error spread over many coordinates, each "
+        "within its tolerance",
+    )
+
+
+def _flat(check) -> bool:
+    """The numerical derivative is 0 at every step tried, or within the error bar of 0 where the
+    verdict rests, beside a nonzero analytic value."""
+    decided = _decided(check)
+    if decided.analytic == 0.0:
+        return False
+    return all(estimate.numerical == 0.0 for estimate in check.estimates) or not _resolved(decided)
+
+
+def _still(check) -> bool:
+    """f bit-identical to f(θ) at both probes of the first step and the numerical value 0 at every step."""
+    difference = check.difference
+    unmoved = difference.minus_value == difference.center_value == difference.plus_value
+    return unmoved and all(estimate.numerical == 0.0 for estimate in check.estimates)
+
+
+def _checked_indices(failing: list, scope: Scope) -> list:
+    """Per axis, the index of every checked coordinate (the failing ones when the scope has none)."""
+    if scope.indices is not None:
+        return scope.indices
+    return [np.array([check.coordinate[axis] for check in failing]) for axis in range(len(failing[0].coordinate))]
+
+
+def _flat_diagnosis(failing: list, passing: list, shape: tuple, scope: Scope) -> Diagnosis:
+    """Every failing coordinate has an f that does not (measurably) change beside a nonzero analytic
+    value: what was seen, no cause."""
+    analytic = max((_decided(check).analytic for check in failing), key=abs)
+    places = shown([f"{scope.name}{rust_list(check.coordinate)}" for check in failing], 4)
+    if all(map(_still, failing)):
+        seen = f"f does not change along {places} at any step tried"
+    else:
+        seen = f"f does not change measurably along {places}: the numerical derivative is within its error bar of 0"
+    if len(failing) == 1:
+        text = f"{seen}, while the analytic value there is {analytic:.4g}"
+    else:
+        text = f"{seen}, while their analytic values are nonzero (up to {analytic:.4g})"
+    slices = slices_text(failing, passing, _checked_indices(failing, scope), shape) if len(failing) > 1 else ""
+    return _unexplained(None, text, slices, next_step(scope.name, scope.checked, scope.size))
+
+
+def _zero_diagnosis(failing: list, passing: list, confined, directional, shape: tuple, scope: Scope) -> Diagnosis:
+    """Every failing coordinate has analytic 0 where the numerical value is clearly not."""
+    message = "the analytic gradient is 0 where the numerical one is not: a term never accumulated, or a branch detached from the graph"
+    where = None
+    if passing and len(passing[0]):
+        where = confined[0] if confined is not None else None
+        slices = slices_text(failing, passing, _checked_indices(failing, scope), shape)
+        message = (
+            f"the analytic gradient is 0 at every failing coordinate, where the numerical one is not, and right where "
+            f"it passes ({slices}): a term never accumulated there, a loop left early, or a branch detached from the graph"
+        )
+    if directional.verdict == FAILED and scope.checked < scope.size:
+        message += f"; the directional test failed too: there may be more among the unchecked ones, {next_step(scope.name, scope.checked, scope.size)}"
+    return Diagnosis(kind="zero", factor=0.0, where=where, message=message)
 
 
 def diagnose_parameter(
@@ -233,7 +335,7 @@ def diagnose_parameter(
     directional,
     gradient: np.ndarray,
     gap: DirectionalGap | None = None,
-    inconclusive: int = 0,
+    scope: Scope | None = None,
     parts: bool = False,
 ) -> Diagnosis | None:
     """The Diagnosis of one parameter's failed CoordinateChecks and DirectionalCheck; None when
@@ -243,21 +345,14 @@ def diagnose_parameter(
     numerical value (numpy columns, see ``CoordinateChecks.passing_index_columns``).
     ``gradient`` is the parameter's whole analytic gradient (the transpose test reads the
     mirrored entries from it). ``gap``: a failed directional test's gap, which a "localized"
-    diagnosis must explain (else it says where the parameter fails at least). ``inconclusive``:
-    how many of the parameter's coordinates were inconclusive (then the rest is not evidenced right).
-    ``parts``: the parameter is complex, its coordinates index its real view (the last index the part).
+    diagnosis must explain (else it says where the parameter fails at least). ``scope``: the
+    parameter's name, and how many of its coordinates were checked and inconclusive. ``parts``: the
+    parameter is complex, its coordinates index its real view (the last index the part).
     """
     failing = list(failing)
+    scope = scope or Scope(name="the parameter", checked=len(failing), size=int(np.size(gradient)))
     if not failing:
-        if directional.verdict != FAILED:
-            return None
-        return Diagnosis(
-            kind="unexplained",
-            factor=None,
-            where=None,
-            message="every checked coordinate passed but the directional test failed: the error is at "
-            "coordinates the selection left out (check them all with --samples all)",
-        )
+        return _directional_only(directional, scope)
     ratio = _common_ratio([_decided(check) for check in failing])
     if parts and ratio is not None and _nice(ratio) == -1.0 and all(c.coordinate[-1] == 1 for c in failing):
         return _CONJUGATE
@@ -269,16 +364,37 @@ def diagnose_parameter(
             message="analytic[i, j] = numerical[j, i] at every failing coordinate: the gradient of a square "
             "weight is transposed (x·Wᵀ where x·W belongs, or the outer product taken in the wrong order)",
         )
+    if all(map(_flat, failing)):
+        return _flat_diagnosis(failing, passing, gradient.shape, scope)
     confined = _confined(failing, passing, gradient.ndim, parts)
+    estimates = [_decided(check) for check in failing]
+    if all(abs(e.analytic) <= RATIO_SPREAD * abs(e.numerical) for e in estimates):
+        return _zero_diagnosis(failing, passing, confined, directional, gradient.shape, scope)
+    ratio = _common_ratio(estimates)
     if confined is not None:
-        return _confined_diagnosis(failing, confined, ratio, gradient, directional, gap, inconclusive)
-    if ratio is not None and (not passing or len(passing[0]) == 0):
+        return _confined_diagnosis(failing, confined, ratio, gradient, directional, gap, scope)
+    unresolved_passes = not passing or len(passing[0]) == 0
+    if ratio is not None and unresolved_passes and sum(map(_resolved, estimates)) >= 2:
         return _ratio_diagnosis(_nice(ratio))
-    return Diagnosis(
-        kind="unexplained",
-        factor=None,
-        where=None,
-        message="the failing coordinates share no factor, mirror or row: none of the usual bugs fits",
+    return _unexplained_diagnosis(failing, passing, gradient, scope, ratio)
+
+
+def _unexplained_diagnosis(failing: list, passing: list, gradient: np.ndarray, scope: Scope, ratio) -> Diagnosis:
+    """What the evidence shows when no kind fits: the slices, the ratios, the shape of the difference."""
+    if len(failing) == 1 and ratio is not None:
+        seen = (
+            f"only one coordinate fails ({scope.name}{rust_list(failing[0].coordinate)}), where analytic = "
+            f"{_nice(ratio):g} × numerical: one coordinate cannot tell a shared factor from any other error"
+        )
+        return _unexplained(None, seen, next_step(scope.name, scope.checked, scope.size), factor=_nice(ratio))
+    counted = f"{len(failing)} of {scope.checked} checked coordinates fail"
+    return _unexplained(
+        None,
+        f"{counted} with no common factor, mirror or place",
+        slices_text(failing, passing, _checked_indices(failing, scope), gradient.shape),
+        ratios_text(failing),
+        difference_text(failing, gradient) or "",
+        next_step(scope.name, scope.checked, scope.size),
     )
 
 
@@ -311,32 +427,35 @@ def _ratio_diagnosis(factor: float) -> Diagnosis:
     return Diagnosis(kind="scale", factor=factor, where=None, message=_scale_message(factor))
 
 
+def with_other_parameters(diagnosis: Diagnosis | None, name: str, failing: Sequence, gradients: Mapping):
+    """An unexplained ``diagnosis`` with what the analytic ``gradients`` of the parameters that passed
+    show about its ``failing`` coordinates (a copy of one, a term proportional to one), said before
+    its next step; any other diagnosis as it is."""
+    if diagnosis is None or diagnosis.kind != "unexplained" or not failing:
+        return diagnosis
+    text = other_parameter_text(name, failing, gradients)
+    if text is None:
+        return diagnosis
+    seen, _, step = diagnosis.message.rpartition("; ")
+    return replace(diagnosis, message="; ".join(part for part in (seen, text, step) if part))
+
+
 def diagnose_report(diagnoses: Sequence[Diagnosis | None]) -> Diagnosis | None:
-    """One diagnosis for the report when every parameter failed, each off by the same factor."""
+    """One diagnosis for the report when every parameter failed (two or more), each off by the same
+    factor: each a scale or sign, or a single failing coordinate's ratio (two parameters make two)."""
     found = [diagnosis for diagnosis in diagnoses if diagnosis is not None]
     if len(found) < 2 or len(found) < len(diagnoses):  # a parameter that did not fail shares no factor
         return None
-    if any(diagnosis.kind not in ("scale", "sign") for diagnosis in found):
+    if any(diagnosis.kind not in ("scale", "sign", "unexplained") or diagnosis.factor is None for diagnosis in found):
         return None
     factors = {diagnosis.factor for diagnosis in found}
-    if len(factors) != 1:
+    if len(factors) != 1 or factors == {0.0}:
         return None
     [factor] = factors
     return Diagnosis(
-        kind=found[0].kind,
+        kind="sign" if factor == -1.0 else "scale",
         factor=factor,
         where="every parameter",
         message=f"every parameter is off by the same factor {factor:g}: the loss itself is scaled in the "
         "backward pass (or its sign flipped), not one layer",
-    )
-
-
-def unchanged_diagnosis(name: str, precision: str) -> Diagnosis:
-    """f bit-identical at every probe of a parameter that did not pass."""
-    return Diagnosis(
-        kind="unchanged",
-        factor=None,
-        where=None,
-        message=f"f did not change at any probe of {name}: the objective does not read this array (a stale "
-        f"copy?) or computes in lower precision than {precision}",
     )

@@ -148,8 +148,11 @@ def _stencil_columns(columns: ProbeColumns, values: ProbeValues, noise: NoiseMod
     with np.errstate(all="ignore"):
         left, right = values.slopes.left, values.slopes.right
         slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
-        consistent = np.abs(left / slope_scale - right / slope_scale) <= noise.kink_tolerance
         largest_value = np.maximum(np.maximum(np.abs(values.minus), np.abs(values.center)), np.abs(values.plus))
+        epsilons = _value_epsilons(columns, values, noise.epsilon)
+        # f(θ)'s jitter moves each slope by up to 2·jitter/h: no corner within it
+        allowance = 2 * noise.jitter * (1.0 / columns.minus_spacing + 1.0 / columns.plus_spacing) / slope_scale
+        consistent = np.abs(left / slope_scale - right / slope_scale) <= noise.kink_tolerance + allowance
         left_gain = columns.left_weight / columns.minus_spacing
         right_gain = columns.right_weight / columns.plus_spacing
         gain = left_gain + right_gain + np.abs(left_gain - right_gain)
@@ -158,7 +161,7 @@ def _stencil_columns(columns: ProbeColumns, values: ProbeValues, noise: NoiseMod
         columns.analytic,
         values.slopes.derivative,
         largest_value=largest_value,
-        epsilons=_value_epsilons(columns, values, noise.epsilon),
+        epsilons=epsilons,
         jitter=noise.jitter,
         gain=gain,
         consistent=consistent,

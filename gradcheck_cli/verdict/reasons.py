@@ -12,6 +12,8 @@ __all__ = [
     "collapse_reason",
     "disagreement_reason",
     "evidence_note",
+    "flat_reason",
+    "stateful_slopes_reason",
     "noise_note",
     "undecided_reason",
 ]
@@ -50,10 +52,40 @@ def noise_note(units: float, precision: str) -> str:
     )
 
 
-def collapse_reason(estimate: JudgedEstimate, unit: str, precision: str) -> str:
+def _steps_tried(estimates: Sequence[JudgedEstimate], unit: str) -> str:
+    """``steps 6.06e-07, 6.06e-06 and 6.06e-05``: every step of the estimates, smallest first."""
+    steps = [_number(step) for step in sorted(estimate.step for estimate in estimates)]
+    listed = steps[0] if len(steps) == 1 else ", ".join(steps[:-1]) + " and " + steps[-1]
+    return f"{unit}{'s' if len(steps) > 1 else ''} {listed}"
+
+
+def collapse_reason(estimates: Sequence[JudgedEstimate], unit: str, precision: str) -> str:
+    """Why estimates whose probes all left f bit-identical decide nothing."""
+    best = min(estimates, key=lambda estimate: estimate.error_bar.total)
     return (
-        f"f did not change at any {unit} tried ({unit} {_number(estimate.step)}, a tenth and ten times it): does "
-        f"the objective read the array it was given, or compute in lower precision than {precision}?"
+        f"f did not change at any {unit} tried ({_steps_tried(estimates, unit)}), which bounds the derivative "
+        f"only to ±{_number(best.error_bar.total)}, not enough to tell the analytic value {_number(best.analytic)} "
+        f"from 0: try a larger step (parameter step); if f never moves, does the objective read the array it was "
+        f"given, or compute in lower precision than {precision}?"
+    )
+
+
+def flat_reason(estimates: Sequence[JudgedEstimate], best: int, unit: str) -> str:
+    """Why a flat f beside a nonzero analytic value fails: what was observed, no cause."""
+    chosen = estimates[best]
+    return (
+        f"f does not change here: bit-identical to f(θ) at both probes of every {unit} tried "
+        f"({_steps_tried(estimates, unit)}), so the numerical derivative is 0 ± {_number(chosen.error_bar.total)}, "
+        f"while the analytic value is {_number(chosen.analytic)}, beyond {FAIL_MARGIN:g}× that bar"
+    )
+
+
+def stateful_slopes_reason(unit: str) -> str:
+    """Why slopes that disagree at every step are no kink when f(θ) varies between calls."""
+    return (
+        f"the one-sided slopes disagree at every {unit} tried, but f(θ) itself varies between calls (the "
+        "objective is nondeterministic or stateful): that is no evidence of a corner, nor of anything else; "
+        "make the objective deterministic"
     )
 
 
@@ -102,7 +134,13 @@ _REMEDIES = {
 
 
 def undecided_reason(
-    estimates: Sequence[JudgedEstimate], best: int, tolerance: float, floor: float, resolution: Resolution, unit: str
+    estimates: Sequence[JudgedEstimate],
+    best: int,
+    tolerance: float,
+    floor: float,
+    resolution: Resolution,
+    unit: str,
+    precision: str = "float64",
 ) -> str:
     chosen = estimates[best]
     bar = chosen.error_bar
@@ -125,6 +163,11 @@ def undecided_reason(
         )
     largest = max((bar.rounding, "rounding"), (bar.jitter, "jitter"), (bar.step_sensitivity, "step"))[1]
     cause, remedy = _REMEDIES[largest]
+    if largest == "step" and precision in (
+        "float32",
+        "bfloat16",
+    ):  # rounding below, truncation above: float64 resolves both
+        remedy += ", or recheck the same problem in float64, whose rounding is 10⁸ times finer"
     unresolved = ""
     if bar.total > tolerance * resolution_scale(resolution) and abs(chosen.analytic) <= bar.total:
         unresolved = (

@@ -5,10 +5,19 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .reasons import agreement, collapse_reason, disagreement_reason, evidence_note, undecided_reason
+from .reasons import (
+    agreement,
+    collapse_reason,
+    disagreement_reason,
+    evidence_note,
+    flat_reason,
+    stateful_slopes_reason,
+    undecided_reason,
+)
 from .terms import (
     FAILED,
     FAIL_MARGIN,
@@ -30,6 +39,7 @@ __all__ = [
     "judge_primary",
     "with_step_sensitivity",
     "judge_confirmed",
+    "smooth_by_curvature",
 ]
 
 
@@ -137,6 +147,32 @@ def _supported(estimates: Sequence[JudgedEstimate], usable: list, index: int, to
     return False
 
 
+#: At a smooth point the one-sided slopes' gap over the step (the curvature f″) is the same at every
+#: step within this relative spread (f⁗·h² terms); across a corner the gap itself stays the same.
+CURVATURE_SPREAD = 0.25
+
+
+def smooth_by_curvature(steps: Sequence[float], gaps: Sequence[float], noises: Sequence[float]) -> list:
+    """Which steps' one-sided slopes, disagreeing beyond the kink tolerance or not, show a smooth f:
+    another step j resolves its gap (beyond twice its ``noise``), this step's gap is the one j's
+    curvature predicts (gap_j·h/h_j, within CURVATURE_SPREAD and this step's noise), and the two gaps
+    differ beyond their noises, so that a corner's constant gap is ruled out. ``gaps`` are right
+    minus left slopes, ``noises`` what the values' rounding and jitter can put between them."""
+    smooth = [False] * len(steps)
+    for j, (step_j, gap_j, noise_j) in enumerate(zip(steps, gaps, noises)):
+        if not abs(gap_j) > 2 * noise_j:
+            continue
+        for i, (step_i, gap_i, noise_i) in enumerate(zip(steps, gaps, noises)):
+            predicted = gap_j * step_i / step_j
+            if i == j or step_i == step_j:
+                continue
+            if abs(gap_i - predicted) <= CURVATURE_SPREAD * abs(predicted) + noise_i and abs(gap_i - gap_j) > (
+                noise_i + noise_j
+            ):
+                smooth[i] = smooth[j] = True
+    return smooth
+
+
 #: The evidence of estimates whose values show nothing beyond their bars (none collapsed, no noise).
 NO_EVIDENCE = Evidence()
 
@@ -198,8 +234,11 @@ def judge_confirmed(
         return Judgement(verdict=PASSED, decided_at=chosen, reason=_agreement(estimates[chosen], standard))
     usable = [index for index in every if not (collapsed and collapsed[index])]
     if not usable:
+        flat = _flat_disagreement(estimates, standard, evidence)
+        if flat is not None:
+            return Judgement(verdict=FAILED, decided_at=flat, reason=flat_reason(estimates, flat, unit))
         return Judgement(
-            verdict=INCONCLUSIVE, decided_at=0, reason=collapse_reason(estimates[0], unit, evidence.precision)
+            verdict=INCONCLUSIVE, decided_at=0, reason=collapse_reason(estimates, unit, evidence.precision)
         )
     best = min(usable, key=lambda index: (estimates[index].error_bar.total, index))
     approaching = _approaching(estimates, usable)
@@ -226,14 +265,36 @@ def judge_confirmed(
             f"for these steps): try a smaller step (parameter step){note}",
         )
     if not any(estimates[index].slopes_consistent for index in usable):
+        if evidence.stateful:  # f(θ) itself moves between calls: its slopes show no corner
+            return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=stateful_slopes_reason(unit))
         return Judgement(
             verdict=KINK,
             decided_at=best,
             reason=f"the one-sided slopes disagree at every {unit} tried (a corner, or curvature too large "
             f"for these steps): not evidence either way{note}",
         )
-    reason = undecided_reason(estimates, best, tolerance, floor, standard.resolution, unit)
+    reason = undecided_reason(estimates, best, tolerance, floor, standard.resolution, unit, evidence.precision)
     return Judgement(verdict=INCONCLUSIVE, decided_at=best, reason=reason + note)
+
+
+def _flat_disagreement(estimates: Sequence[JudgedEstimate], standard: Standard, evidence: Evidence) -> int | None:
+    """The estimate that shows a flat f beside a nonzero analytic value, when f is bit-identical to
+    f(θ) at both probes of every step (at least two; the numerical derivative is exactly 0 at each):
+    the one with the smallest bar, where the analytic value is beyond the floor and FAIL_MARGIN
+    bars, and beyond its tolerance of zero — the tolerance times the gradients that matter (1 when
+    every one is 0), and zero up to the rounding of the gradients beside it. Never where f's values
+    are noisy, or show a lower precision inside whose quantum in θ exceeds every step tried (a part
+    of f frozen there can hide any gradient)."""
+    if len(estimates) < 2 or evidence.noise or evidence.frozen:
+        return None
+    best = min(range(len(estimates)), key=lambda index: (estimates[index].error_bar.total, index))
+    chosen = estimates[best]
+    zero = standard.tolerance * (resolution_scale(standard.resolution) or 1.0)
+    if evidence.rounding_zero < math.inf:  # inf: the bar alone bounds |f′|
+        zero = max(zero, evidence.rounding_zero)
+    if disagrees(chosen, standard.floor) and abs(chosen.analytic) > zero:
+        return best
+    return None
 
 
 def _passing(estimates: Sequence[JudgedEstimate], standard: Standard, evidence: Evidence) -> list:

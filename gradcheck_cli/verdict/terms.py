@@ -16,6 +16,8 @@ __all__ = [
     "ROUNDING_FACTOR",
     "FAIL_MARGIN",
     "CONFIRMATION_FACTORS",
+    "LAST_FACTOR",
+    "LARGEST_RELATIVE_STEP",
     "FLOOR_FACTOR",
     "HIGHER_PRECISION_FLOOR_FACTOR",
     "PASSED",
@@ -42,6 +44,11 @@ ROUNDING_FACTOR = 4.0
 FAIL_MARGIN = 2.0
 #: A coordinate that does not pass at its step h is probed again at h·factor for each factor.
 CONFIRMATION_FACTORS = (0.1, 10.0)
+#: One that those steps leave undecided is probed once more at h·LAST_FACTOR, where the rounding of a
+#: large |f| (a float32 sum over a big layer) weighs 100 times less than at h ...
+LAST_FACTOR = 100.0
+#: ... unless a probe there would move θ by more than this, relative to max(1, |θ|).
+LARGEST_RELATIVE_STEP = 0.5
 #: The sensitivity floor: FLOOR_FACTOR times the estimate's expected relative error r² + ε/r, and
 #: never finer than the tolerance / FLOOR_FACTOR.
 FLOOR_FACTOR = 16.0
@@ -168,13 +175,18 @@ class Evidence:
     dtype; ``values_precision`` the dtype f's values are all numbers of, when it is less precise (an
     objective computed in float32); ``noise`` the value noise the estimates showed, in units of ε
     (0: none beyond rounding), when the bars already carry it; ``rounding_zero`` the largest |a|
-    that is zero up to the rounding of the gradients beside it, all a collapsed estimate can pass."""
+    that is zero up to the rounding of the gradients beside it, all a collapsed estimate can pass;
+    ``stateful`` when f(θ) itself varies between calls beyond rounding (then nothing is a kink);
+    ``frozen`` when f's values are numbers of a lower precision whose resolution in θ exceeds every
+    step tried (a part of f computed in it cannot move: an f that never changes is no evidence)."""
 
     collapsed: Sequence[bool] = ()
     precision: str = "the parameter's dtype"
     values_precision: str | None = None
     noise: float = 0.0
     rounding_zero: float = 0.0
+    stateful: bool = False
+    frozen: bool = False
 
 
 def resolution_scale(resolution: Resolution) -> float:
