@@ -30,7 +30,7 @@ from gradcheck_cli.chapter import fixtures
 from gradcheck_cli.check import check_problem
 from gradcheck_cli.cli.app import EXIT_BAD_INPUT, EXIT_CANDIDATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, main
 from gradcheck_cli.core import formatting
-from gradcheck_cli.display import output, render
+from gradcheck_cli.display import chapter_lines, output, render
 from gradcheck_cli.display.progress import ProgressBar
 from gradcheck_cli.engine.dtypes import probe_dtype
 from gradcheck_cli.errors.command_line import ObjectiveRaised
@@ -270,6 +270,24 @@ def test_check_json_is_the_reports_to_dict():
     result = invoke("check", WRONG_MLP, "--json")
     assert result.exit_code == EXIT_CANDIDATE_FAILED
     assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
+
+
+@pytest.mark.parametrize("reference, status", [(MLP, EXIT_OK), (WRONG_MLP, EXIT_CANDIDATE_FAILED)])
+def test_check_fast_is_the_fast_reports_json_and_text(reference, status):
+    expected = check_problem(load_problem(reference), fast=True)
+    result = invoke("check", reference, "--fast", "--json")
+    assert (result.exit_code, result.stderr) == (status, "")
+    assert parse_strictly(result.stdout) == {"check": expected.to_dict()}
+    text = lines(invoke("check", reference, "--fast"))
+    # a parameter that passed its directional test has no coordinate: its line shows the test's relative error
+    passed = expected.parameters[0].directional.estimates[0].relative_error
+    assert text[0] == (
+        "W1: verdict=passed dtype=float64 shape=[5, 6] checked=0 failed=0 inconclusive=0 directional=passed "
+        f"relative_error={chapter_lines.error_text(passed)}"
+    )
+    assert text[-1].endswith(
+        f"evaluations={expected.evaluations} verdict={expected.verdict} pass={'true' if status == EXIT_OK else 'false'}"
+    )
 
 
 def test_check_text_prints_every_coordinate_with_the_shared_renderer():

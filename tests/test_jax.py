@@ -562,3 +562,32 @@ def test_a_correct_float32_mlp_of_a_hundred_thousand_parameters_passes():
     assert sum(layer["kernel"].size + layer["bias"].size for layer in params) == 99_978
     report = check_function(loss, (params,))
     assert report.verdict == "passed", [(name, record.reason) for name, record in report.failures()]
+
+
+def row_scaled_product(factor):
+    """x Wᵀ with a custom_vjp whose weight gradient has row 3 times ``factor`` (1 is right)."""
+
+    @jax.custom_vjp
+    def product(x, w):
+        return x @ w.T
+
+    def backward(saved, g):
+        x, w = saved
+        return g @ w, (g.T @ x).at[3].multiply(factor)
+
+    product.defvjp(lambda x, w: (x @ w.T, (x, w)), backward)
+    return product
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_fast_check_fails_a_doubled_row_through_a_custom_vjp_and_passes_the_right_one(dtype):
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.normal(size=(8, 200)), dtype=dtype)
+    w = jnp.asarray(rng.normal(size=(50, 200)) / np.sqrt(200), dtype=dtype)
+    right = check_function(row_scaled_product(1.0), (x, w), fast=True)
+    assert right.passed and all(parameter.selection == "fast" for parameter in right.parameters)
+    # f(θ) twice, then per input multiplier 1, and 0.1, 10 and 100 only where it cannot decide
+    assert right.evaluations <= 2 + (4 if dtype == "float64" else 8) * 2
+    wrong = check_function(row_scaled_product(2.0), (x, w), fast=True)
+    assert wrong.failing_parameters == ("w",)
+    assert {check.coordinate[0] for check in wrong.parameter("w").checks.failed()} == {3}

@@ -1475,3 +1475,34 @@ def test_a_correct_float32_linear_layer_of_a_million_parameters_passes_through_t
     x, y = torch.randn(32, 1000), torch.randn(32, 1000)
     report = check_module(model, lambda module: torch.nn.functional.mse_loss(module(x), y))
     assert report.verdict == "passed", [(name, record.reason) for name, record in report.failures()]
+
+
+class RowScaledLinear(torch.autograd.Function):
+    """x Wᵀ with a backward whose weight gradient has row ``row`` times ``factor`` (1 is right)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, row, factor):
+        ctx.save_for_backward(x, weight)
+        ctx.row, ctx.factor = row, factor
+        return x @ weight.T
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_weight = grad.T @ x
+        grad_weight[ctx.row] *= ctx.factor
+        return grad @ weight, grad_weight, None, None
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_the_fast_check_fails_a_doubled_row_through_a_function_and_passes_the_right_one(dtype):
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(8, 200, generator=generator, dtype=dtype, requires_grad=True)
+    weight = (torch.randn(50, 200, generator=generator, dtype=dtype) / 200**0.5).requires_grad_()
+    right = check_function(lambda x, w: RowScaledLinear.apply(x, w, 3, 1.0), (x, weight), fast=True)
+    assert right.passed and all(parameter.selection == "fast" for parameter in right.parameters)
+    # f(θ) twice, then per input multiplier 1, and 0.1, 10 and 100 only where it cannot decide
+    assert right.evaluations <= 2 + (4 if dtype == torch.float64 else 8) * 2
+    wrong = check_function(lambda x, w: RowScaledLinear.apply(x, w, 3, 2.0), (x, weight), fast=True)
+    assert wrong.failing_parameters == ("inputs[1]",)
+    assert {check.coordinate[0] for check in wrong.parameter("inputs[1]").checks.failed()} == {3}

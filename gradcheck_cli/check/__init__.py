@@ -11,10 +11,12 @@ is decided is docs/method.md ("Verdicts").
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 
 from ..advice.steps import advise_parameter_steps
 from ..engine.problem import GradientProblem, as_problem
+from .fast import fast_checks
 from .judge import judge_parameter, kink_tolerance_for_step, largest_gradient, with_passing_gradients
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
 from .plan import plan_check, probed_at, selected_coordinates
@@ -73,7 +75,7 @@ def check_gradients(
         parameter's: ∂f/∂Re z + i·∂f/∂Im z, docs/method.md "Complex numbers").
     **options
         Any of :class:`~gradcheck_cli.check.options.Options`: ``samples`` (16, or ``"all"``),
-        ``step`` (a float, ``"auto"`` or one per parameter), ``tolerance``, ``seed``, ``jobs``,
+        ``step`` (a float, ``"auto"`` or one per parameter), ``tolerance``, ``seed``, ``fast``, ``jobs``,
         ``kink_tolerance``, ``coordinates``, ``names``, ``sampler`` and ``progress``. With
         ``jobs`` (N worker processes, 0 for one per core, or an Executor such as dask's
         ``Client.get_executor()``), the report is the serial one, bit for bit, for an objective
@@ -122,7 +124,12 @@ def _checked(plan: list, counted: GuardedObjective, options: Options, workers) -
     if is_auto(step):
         step_advice = advise_parameter_steps(counted, counted.parameters, [planned.name for planned in plan])
         plan = [probed_at(planned, step_advice.steps[planned.name]) for planned in plan]
-    with contextlib.nullcontext() if workers is None else _parallel().probing(workers, plan) as pool:
+    probing = (lambda plan: contextlib.nullcontext()) if workers is None else functools.partial(_probing, workers)
+    if options.fast:
+        checks, purity = fast_checks(plan, counted, options, probing)
+        counted.unchanged()
+        return report_of(checks, purity, step_advice, counted.calls)
+    with probing(plan) as pool:
         probed = first_pass(plan, counted, progress, pool)
     purity = purity_of(counted.centers, min(planned.dtype.epsilon for planned in plan))
     direction_scales = [resolved_direction_scale(item) for item in probed]
@@ -164,6 +171,10 @@ def check_problems(problems, options: Options) -> GradientCheckReport:
     if len(reports) == 1:
         return next(iter(reports.values()))
     return merged_report(reports)
+
+
+def _probing(workers, plan: list):
+    return _parallel().probing(workers, plan)
 
 
 def _parallel():

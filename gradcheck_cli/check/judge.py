@@ -328,7 +328,7 @@ def _direction_noise(probes: list, center: float, noise: ObservedNoise, epsilon:
 def largest_gradient(item: ProbedParameter) -> float:
     """The largest |numerical| at the checked coordinates: neither an unchecked entry nor the
     analytic side under test (a bug that scales it up) sets the tolerance of the others."""
-    return max(0.0, float(np.max(np.abs(item.slopes.derivative))))
+    return max(0.0, float(np.max(np.abs(item.slopes.derivative), initial=0.0)))
 
 
 def _kink_tolerances(planned: PlannedParameter, steps, theta):

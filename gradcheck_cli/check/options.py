@@ -64,7 +64,9 @@ class Options:
     jobs : int or concurrent.futures.Executor, optional
         Worker processes for the coordinates' probes (docs/parallel.md).
     fast : bool, default False
-        Reserved for the whole-gradient fast check; ``True`` is refused until it exists.
+        The whole-gradient fast check: each parameter's directional test alone, in a constant number
+        of calls, its coordinates probed only where that test does not pass (docs/method.md, "The fast
+        check"). Not with ``coordinates``.
     order : 1, 2 or 3, default 1
         torch and JAX: the highest order of derivative checked; every order up to it is checked in
         every mode, recursing as ``jax.test_util.check_grads`` does (docs/method.md, "Every order in
@@ -147,8 +149,10 @@ def options_of(entry: str, given: Mapping, *, functions: bool = False) -> Option
     _whole_number("seed", options.seed)
     if not isinstance(options.fast, bool):
         raise InvalidArgument(argument="fast", value=repr(options.fast), expected="True or False")
-    if options.fast:
-        raise InvalidArgument(argument="fast", value="True", expected="False: the fast check is not available yet")
+    if options.fast and options.coordinates is not None:
+        raise InvalidArgument(
+            argument="fast", value="True", expected="False when coordinates are listed (a fast check probes none)"
+        )
     if options.masked is not None and not isinstance(options.masked, bool):
         raise InvalidArgument(argument="masked", value=repr(options.masked), expected="True, False or None")
     if options.progress is not None and not callable(options.progress):

@@ -45,6 +45,9 @@ from ..errors import (
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto
 from .selection import SAMPLERS, largest_count, largest_entries, select_offsets
 
+#: The selection of a fast check's parameter: no coordinate (docs/method.md, "The fast check").
+FAST_SELECTION = "fast"
+
 
 @dataclass(frozen=True)
 class PlannedParameter:
@@ -237,8 +240,14 @@ def _plan_parameter(name: str, array, gradient, options: Options) -> PlannedPara
     dtype, gradient = parameter_and_gradient(array, gradient)
     array = plain_view(array)
     snapshot, unit_blocks = _finite_snapshot(array, gradient)
-    largest, peak = _finite_largest(array, gradient, samples if listed is None else None, options.sampler)
-    selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler, largest)
+    sampled = listed is None and not options.fast
+    largest, peak = _finite_largest(array, gradient, samples if sampled else None, options.sampler)
+    if options.fast:  # the directional test alone: no coordinate until it does not pass
+        if element_count(array.shape) == 0:
+            raise EmptyTensor()
+        selection, requested, offsets = FAST_SELECTION, None, np.empty(0, dtype=np.intp)
+    else:
+        selection, requested, offsets = _selection(array.shape, gradient, samples, listed, options.sampler, largest)
 
     if is_auto(step):
         # The probes wait for the advised step; θ must be finite where the advice will probe too.
@@ -304,6 +313,16 @@ def _finite_largest(array: np.ndarray, gradient: np.ndarray, samples, sampler: s
         gradient, largest_count(samples) if selects else 0, lambda: reject_non_finite(array, gradient)
     )
     return (largest if selects else None), peak
+
+
+def with_coordinates(planned: PlannedParameter, options: Options) -> PlannedParameter:
+    """A fast check's ``planned`` with the coordinates the default check of ``options`` selects: what
+    localizes and diagnoses a directional test that did not pass."""
+    selection, requested, offsets = _selection(
+        planned.array.shape, planned.gradient, _validated_samples(options.samples), None, options.sampler
+    )
+    columns = plan_columns(planned.array, planned.gradient, offsets, planned.dtype, planned.step)
+    return dataclasses.replace(planned, selection=selection, requested_samples=requested, columns=columns)
 
 
 def probed_at(planned: PlannedParameter, step: float) -> PlannedParameter:

@@ -1,8 +1,7 @@
 """Every way gradcheck shows a result: chapter-style text lines, strict JSON, rich tables.
 
-A command hands the library's results to one of the section builders below
-(:func:`quadratic`, :func:`scan`, :func:`nll`, ...); :func:`write` then prints
-the sections in the requested format. Nothing here computes a derivative.
+A command hands the library's results to one of the section builders below (:func:`quadratic`,
+:func:`scan`, :func:`nll`, ...); :func:`write` then prints the sections in the requested format.
 
 - ``text``: ``label: key=value ...`` lines in the chapter's number formats
   (``{:.12}`` for values, slopes and gradients, ``{:.17e}`` for requested
@@ -194,14 +193,15 @@ SHOWN_FAILURES = 3
 
 
 def _summary_line(parameter) -> str:
-    worst = parameter.checks.worst()
-    failed = parameter.checks.verdict_count(FAILED)
-    inconclusive = len(parameter.checks.unpassed()) - failed
+    checks, direction, failed = parameter.checks, parameter.directional, parameter.checks.verdict_count(FAILED)
+    worst = checks.worst() if len(checks) else None  # none in a fast check's parameter: the directional test's
+    decided = worst.estimates[worst.decided_at] if worst else (direction.estimates or (None,))[direction.decided_at]
     return (
         f"{parameter.name}: verdict={parameter.verdict} dtype={parameter.dtype} shape={rust_list(parameter.shape)} "
-        f"checked={len(parameter.checks)} failed={failed} inconclusive={inconclusive} "
-        f"directional={parameter.directional.verdict} worst={_coordinate_label(parameter, worst.coordinate)} "
-        f"relative_error={error_text(worst.estimates[worst.decided_at].relative_error)}"
+        f"checked={len(checks)} failed={failed} inconclusive={len(checks.unpassed()) - failed} "
+        f"directional={direction.verdict}"
+        + (f" worst={_coordinate_label(parameter, worst.coordinate)}" if worst else "")
+        + ("" if decided is None else f" relative_error={error_text(decided.relative_error)}")
     )
 
 

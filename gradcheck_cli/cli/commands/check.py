@@ -77,6 +77,13 @@ from .options import (
     help="Selects the directional test's ±1 signs.",
 )
 @click.option(
+    "--fast",
+    is_flag=True,
+    help="The whole-gradient fast check: each parameter's directional test alone, in a constant number "
+    "of calls; coordinates are probed only where it does not pass, to localize and diagnose "
+    '(docs/method.md, "The fast check").',
+)
+@click.option(
     "--jobs",
     type=int,
     default=1,
@@ -102,7 +109,19 @@ from .options import (
 @TRACEBACK_OPTION
 @output_options
 def check(
-    output_format, problem, samples, sampler, step, tolerance, names, seed, jobs, executor, verbose, show_traceback
+    output_format,
+    problem,
+    samples,
+    sampler,
+    step,
+    tolerance,
+    names,
+    seed,
+    fast,
+    jobs,
+    executor,
+    verbose,
+    show_traceback,
 ):
     def compute():
         import dataclasses
@@ -116,6 +135,7 @@ def check(
             "step": step,
             "tolerance": tolerance,
             "seed": seed,
+            "fast": fast,
             "jobs": jobs,
         }
         options = options_of("gradcheck check", {**given, "names": list(names) or None})
