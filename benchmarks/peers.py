@@ -22,6 +22,10 @@ outside the objective's calls (goal ≤ 30 %) and the projection peers (torch fa
 check_grads, scipy's random direction) on a numpy logistic regression and a torch MLP of about
 10^5 parameters each.
 
+Then the fast section (_fast_peers.py; alone with --fast-only): the default and fast checks against a
+bare loop, torch's fast_mode and JAX's check_grads on small and medium MLPs and a 10^6 layer, and how
+often each fast check fails a ×2 error on one weight row.
+
 Every timing counts its objective evaluations. With --peer-n smaller than
 --n the full-gradient peers run at --peer-n and their times at n are
 EXTRAPOLATED (evaluations × cost per evaluation, both measured), and the
@@ -35,6 +39,7 @@ prints each full peer's page faults and kernel time.
 
 Usage: python benchmarks/peers.py [--n 100000] [--peer-n N] [--repeats 7] [--peer-repeats 1] [--natural-malloc]
        [--projection-n 100000] [--projection-repeats 5] [--projection-only]
+       [--fast-repeats 7] [--fast-seeds 10] [--fast-tiny] [--fast-only]
 """
 
 import argparse
@@ -46,6 +51,7 @@ import numpy as np
 import scipy
 from scipy.optimize import approx_fprime, check_grad
 
+import _fast_peers
 import _projection
 from _common import header, interleaved, malloc_line, median, seconds, spread, with_steady_malloc
 from _objectives import mean_nll, mean_nll_gradient
@@ -247,6 +253,10 @@ def parse_arguments():
     parser.add_argument(
         "--projection-only", action="store_true", help="only the projection peers and our time outside the objective"
     )
+    parser.add_argument("--fast-only", action="store_true", help="only the fast section (_fast_peers.py)")
+    parser.add_argument("--fast-repeats", type=int, default=7, help="interleaved rounds of the fast section")
+    parser.add_argument("--fast-seeds", type=int, default=10, help="layers of the ×2-row rows")
+    parser.add_argument("--fast-tiny", action="store_true", help="the fast section on tiny models (a smoke run)")
     return parser.parse_args()
 
 
@@ -300,6 +310,10 @@ def peer_rows(peers, peer_durations, peer_problem, n: int, costs: tuple) -> list
 def main():
     arguments = parse_arguments()
     with_steady_malloc(arguments.natural_malloc)
+    if arguments.fast_only:
+        header("peers: the fast check beside the projection peers", scipy=scipy.__version__, **optional_versions())
+        _fast_peers.run(arguments.fast_repeats, arguments.fast_tiny, arguments.fast_seeds)
+        return 0
     if arguments.projection_only:
         header("peers: projection checks of about 10^5 parameters", scipy=scipy.__version__)
         print(malloc_line())
@@ -342,7 +356,15 @@ def main():
         )
     print(f"(peer timing took {seconds(time.perf_counter() - started)})")
     _projection.run(arguments.projection_n, arguments.projection_repeats)
+    _fast_peers.run(arguments.fast_repeats, arguments.fast_tiny, arguments.fast_seeds)
     return 0
+
+
+def optional_versions() -> dict:
+    """torch's and JAX's versions, or "not installed"."""
+    versions = {"torch": torch.__version__ if torch is not None else "not installed"}
+    versions["jax"] = _fast_peers.jax.__version__ if _fast_peers.jax is not None else "not installed"
+    return versions
 
 
 if __name__ == "__main__":

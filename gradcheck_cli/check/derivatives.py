@@ -115,7 +115,7 @@ def as_real(values) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind == "c":
         return np.stack([values.real, values.imag], axis=-1).astype(np.float64)
-    return values.astype(np.float64)
+    return np.asarray(values, dtype=np.float64)  # a float64 array as it is: only read
 
 
 def agreement_check(
@@ -127,9 +127,12 @@ def agreement_check(
     worst, worst_excess, worst_difference = next(iter(expected)), -np.inf, 0.0
     for name, reference in expected.items():
         reference, value = as_real(reference), as_real(got[name])
-        same = (value == reference) | (np.isnan(value) & np.isnan(reference))
-        difference = np.where(same, 0.0, np.abs(value - reference))
-        largest = float(np.max(difference, initial=0.0)) if not np.isnan(difference).any() else float("nan")
+        if value.shape == reference.shape and np.array_equal(value, reference, equal_nan=True):
+            largest = 0.0  # bit-identical up to NaN's payload and zero's sign: what most calls give
+        else:
+            same = (value == reference) | (np.isnan(value) & np.isnan(reference))
+            difference = np.where(same, 0.0, np.abs(value - reference))
+            largest = float(np.max(difference, initial=0.0)) if not np.isnan(difference).any() else float("nan")
         excess = np.inf if np.isnan(largest) else largest - limits[name]
         if excess > worst_excess:
             worst, worst_excess, worst_difference = name, excess, largest

@@ -70,10 +70,19 @@ def _signed_units(unit: float, count: int, dtype=np.float64, seed: int = 0) -> n
     """±``unit`` by :func:`direction_signs` for min(count, 2·SIGN_PERIOD) elements, kept (≤ 1 MiB each):
     elements start:start+n of any block (n ≤ BLOCK < SIGN_PERIOD) are its entries start mod
     SIGN_PERIOD onwards."""
-    signs = direction_signs(min(count, 2 * SIGN_PERIOD), (DIRECTION_SEED ^ seed) & MASK64)
+    signs = _kept_signs(seed)[: min(count, 2 * SIGN_PERIOD)]
     units = np.multiply(signs, unit).astype(dtype, copy=False)
     units.flags.writeable = False
     return units
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_signs(seed: int) -> np.ndarray:
+    """:func:`direction_signs` of 2·SIGN_PERIOD elements for the check's ``seed``, kept (1 MiB): every
+    parameter's signs are a prefix."""
+    signs = direction_signs(2 * SIGN_PERIOD, (DIRECTION_SEED ^ seed) & MASK64)
+    signs.flags.writeable = False
+    return signs
 
 
 @dataclass(frozen=True)

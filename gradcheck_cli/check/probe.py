@@ -166,14 +166,12 @@ def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float,
     slopes = slope_columns(columns, minus_values, center, plus_values)
     if not slopes.finite.all():
         coordinate_difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
-    saved, displacement, scale = (
-        counted.snapshots[planned.name],
-        _direction_displacement(planned),
-        _scale(columns.offsets, slopes, planned.gradient_peak),
-    )
+    # a fast check probes no coordinate: nothing resolves S, read from f (fast.py)
+    scale = _scale(columns.offsets, slopes, planned.gradient_peak) if len(columns) else None
+    saved, displacement = counted.snapshots[planned.name], _direction_displacement(planned)
     direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
     item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
-    item.direction_scale = scale.norm if direction is not None else 0.0
+    item.direction_scale = scale.norm if direction is not None and scale is not None else 0.0
     return item
 
 

@@ -83,11 +83,39 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
         checks, variation = reverse_call_checks(call, outputs, pullback, grads, options, seed, text)
     gradients = dict(zip(call.names, (host_gradient(grad) for grad in grads)))  # conjugated out of JAX's convention
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
+    leaves = evaluated_leaves(g, [parameters[name] for name in call.names], outputs)
 
     def objective(_copies):
-        return first.inner(g(*(jnp.array(parameters[name]) for name in call.names)))
+        return first.inner(g(*leaves()))
 
     return GradientProblem(objective, parameters, gradients), checks, variation
+
+
+def evaluated_leaves(g, arrays: list, outputs):
+    """What ``g`` is called with at each evaluation, as ``leaves()``: the host ``arrays`` themselves (θ's
+    probes written into them) where ``g`` gives its ``outputs`` at θ bit for bit from them, so that
+    nothing is converted per call but what JAX's operations convert as they read them (docs/jax.md,
+    "What is evaluated"); else a JAX copy of each, made at every call."""
+    try:
+        same = same_outputs(g(*arrays), outputs)
+    except Exception:  # a function that takes JAX arrays only (``x.at[...]``): copies
+        same = False
+    if same:
+        return lambda: arrays
+    return lambda: [jnp.array(array) for array in arrays]
+
+
+def same_outputs(first, second) -> bool:
+    """Whether two output pytrees have one structure and leaves of one dtype, shape and bits."""
+    first_leaves, first_structure = jax.tree_util.tree_flatten(first)
+    second_leaves, second_structure = jax.tree_util.tree_flatten(second)
+    if first_structure != second_structure:
+        return False
+    pairs = [(np.asarray(one), np.asarray(other)) for one, other in zip(first_leaves, second_leaves)]
+    return all(
+        one.dtype == other.dtype and one.shape == other.shape and one.tobytes() == other.tobytes()
+        for one, other in pairs
+    )
 
 
 def forward_problem_of(call: Call, g, seed: int, text: str, options: Options | None) -> tuple:
