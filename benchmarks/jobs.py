@@ -18,6 +18,9 @@ never for a time.
 BLAS is held to one thread (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS, unless
 set), so that one call is one core's work, in this process and in the workers alike.
 
+Then the same ~1 s check on a dask ``LocalCluster`` of 2 worker processes (``Client.get_executor()``
+as ``jobs``), against jobs=2 and serially, interleaved (skipped without dask.distributed).
+
 First, the machine's own speed-up for two processes (one process making N calls of the ~5 s
 problem's objective against two making N each at once): the ceiling of any jobs=2. Each library
 row also counts where a jobs=2 check makes its calls (this process, the workers) and the bound
@@ -191,6 +194,40 @@ def command_rows(arguments) -> bool:
     return equal
 
 
+def dask_row(arguments) -> bool:
+    """COMMAND_PROBLEM checked serially, with jobs=2 and on a dask LocalCluster of 2 worker processes
+    (one thread each, started once, as a cluster is), interleaved; whether the reports were equal."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("dask: distributed is not installed (pip install -e '.[dask]'): the cluster row is not measured")
+        return True
+    reference = f"benchmarks/_recurrent.py:{COMMAND_PROBLEM}"
+    problem, reports = load_problem(reference), {}
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        executor = client.get_executor()
+
+        def run(label, jobs):
+            reports[label] = check_problem(problem, samples=arguments.samples, jobs=jobs)
+
+        runs = {"serial": lambda: run("serial", 1), "--jobs 2": lambda: run("--jobs 2", 2)}
+        runs["dask"] = lambda: run("dask", executor)
+        walls = interleaved(runs, arguments.repeats, arguments.warmup)
+    walls = {label: durations["wall"] for label, durations in walls.items()}
+    equal = len({repr(report.to_dict()) for report in reports.values()}) == 1
+    print(f"dask: {reference} on a LocalCluster of 2 worker processes (1 thread each), started once")
+    for label in runs:
+        print(f"   {label}: {spread(walls[label])}")
+    serial = median(walls["serial"])
+    print(
+        f"   speed-up serial ÷ dask: {serial / median(walls['dask']):.2f}×, "
+        f"serial ÷ --jobs 2: {serial / median(walls['--jobs 2']):.2f}×"
+    )
+    print(f"   reports equal (to_dict): {'yes' if equal else 'NO: MISMATCH'}")
+    return equal
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=samples_argument, default="all", help="coordinates per parameter, or all")
@@ -205,6 +242,7 @@ def main() -> int:
     os.chdir(REPOSITORY)
     machine_row("problem", arguments.machine_calls, arguments.repeats)
     equal = library_rows(arguments)
+    equal &= dask_row(arguments)
     equal &= command_rows(arguments)
     print(f"after: {load()}")
     return 0 if equal else 1

@@ -4,6 +4,7 @@ Times are not asserted (a benchmark measures); that the reports with and without
 equal is, since the script says so and exits 1 otherwise.
 """
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,13 @@ def test_prints_every_problem_and_the_command_line_with_their_speed_ups_and_equa
     assert stdout.count("   jobs=1: ") == stdout.count("   jobs=2: ") == 3
     assert stdout.count("speed-up jobs=1 ÷ jobs=2: ") == 3
     assert "goal ≥ 1.8 on 2 usable cores: " in stdout and "goal ≥ 1.4 on 2 usable cores: " in stdout
-    assert stdout.count("reports equal (to_dict): yes") == 3
+    assert stdout.count("reports equal (to_dict): yes") >= 3
     assert "command line: gradcheck check benchmarks/_recurrent.py:second_problem --samples 2" in stdout
     assert "speed-up --jobs 1 ÷ --jobs 2: " in stdout and "stdout equal: yes" in stdout
     assert stdout.count("load average ") == 2  # before and after
+    if importlib.util.find_spec("distributed") is not None:
+        assert "dask: benchmarks/_recurrent.py:second_problem on a LocalCluster of 2 worker processes" in stdout
+        assert "speed-up serial ÷ dask: " in stdout
+        assert stdout.count("reports equal (to_dict): yes") == 4
+    else:
+        assert "dask: distributed is not installed" in stdout
