@@ -22,7 +22,7 @@ Rows, each timed in interleaved rounds (medians of the per-round ratios, wall ti
   1.0); the float32 medium MLP's verdicts;
 * numpy: ``check_gradients`` at its defaults on the small MLP in float64 and float32 against a bare
   perturb/call/restore loop over the same coordinates (2 calls each and f(θ)): time (goal ≤ 2) and,
-  in float32, calls (goal ≤ 1.3).
+  in float32, calls (goal ≤ 1.3); ``check_problem`` of examples/mlp.py's problem (goal ≤ 4 ms).
 
 Nothing is asserted.
 """
@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from _common import interleaved, median, seconds, verdict
+from _common import REPOSITORY, interleaved, median, seconds, verdict
 from gradcheck_cli.check import check_gradients
 
 SIZES = {"small": (32, 24, 10), "medium": (256, 256, 128, 10), "layer": (1000, 1000)}
@@ -167,6 +167,20 @@ def numpy_row(repeats: int, sizes: tuple, dtype) -> None:
     calls_ratio = calls / (1 + 2 * len(coordinates))
     goal = f"   {verdict(calls_ratio, 1.3)}" if dtype == np.float32 else ""
     print(f"    calls ÷ bare loop's: {calls_ratio:.2f}×{goal}")
+
+
+def example_row(repeats: int) -> None:
+    """``check_problem`` of examples/mlp.py's correct problem, at its defaults and fast."""
+    from gradcheck_cli import check_problem, load_problem
+
+    problem = load_problem(str(REPOSITORY / "examples" / "mlp.py") + ":problem")
+    runs = {"default": lambda: check_problem(problem), "fast": lambda: check_problem(problem, fast=True)}
+    durations = interleaved(runs, 5 * repeats)
+    default, fast = (median(durations[label]["wall"]) for label in runs)
+    goal = verdict(default * 1e3, 4.0, unit=" ms")
+    print(
+        f"  check_problem(examples/mlp.py:problem): {seconds(default)} at its defaults   {goal}; fast {seconds(fast)}"
+    )
 
 
 def torch_model(sizes: tuple, dtype, seed: int = 3) -> tuple:
@@ -324,6 +338,7 @@ def run(repeats: int, small: bool = False, seeds: int = 10) -> None:
     shapes = ((100, 1000), (1000, 1000)) if not small else ((10, 20),)
     print(f"fast checks against a bare loop and the projection peers, {repeats} rounds")
     numpy_rows(repeats, models["small"])
+    example_row(repeats)
     if torch is None:
         print("  torch not installed: the torch rows are not measured")
     else:

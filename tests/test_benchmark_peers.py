@@ -22,6 +22,9 @@ def test_the_fast_section_prints_each_row_with_its_goal():
     for dtype in ("float64", "float32"):
         assert re.search(rf"^  numpy small MLP {dtype}: check_gradients .*, \d+ calls, passed", stdout, re.MULTILINE)
     assert stdout.count("time ÷ bare loop: ") == 2 and "calls ÷ bare loop's: " in stdout
+    assert re.search(
+        r"^  check_problem\(examples/mlp.py:problem\): .* at its defaults   goal ≤ 4 ms: ", stdout, re.MULTILINE
+    )
     if importlib.util.find_spec("torch") is not None:
         assert stdout.count("gradcheck fast ÷ torch fast_mode: ") == 3
         assert re.search(r"fast calls \d+ against 2 \+ 4 × inputs = 26: ", stdout)

@@ -225,9 +225,10 @@ def _judge_direction(
             verdict=INCONCLUSIVE, decided_at=0, reason="the direction's probes round back to θ or overflow"
         )
         return _directional_check(planned, probes, (), judgement)
-    judgement = judge_primary(direction.estimate(probes[0]), direction.standard(probes[0]))
+    first = direction.estimate(probes[0])
+    judgement = judge_primary(first, direction.standard(probes[0]))
     if judgement is not None:
-        return _directional_check(planned, probes, (direction.estimate(probes[0]),), judgement)
+        return _directional_check(planned, probes, (first,), judgement)
     probes += _direction_probes(item, counted, CONFIRMATION_FACTORS)
     noise = _direction_noise(probes, center, noise, planned.dtype.epsilon)
     direction.epsilon = max(direction.epsilon, noise.epsilon)  # the direction's own estimates show f's lower precision

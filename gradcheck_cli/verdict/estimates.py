@@ -6,6 +6,7 @@ sensitivity floors, and the value noise the probes observe. The probes they read
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,6 +212,8 @@ def primary_columns(
     ``standard``'s tolerance beside its resolution's ``gradient``, the parameter's largest
     |numerical| value (the check's is not consulted here); ``floor_factor`` :func:`floor_factor`'s.
     """
+    if len(columns) == 0:  # a fast check's parameter: no coordinate
+        return _no_coordinates()
     estimates = _stencil_columns(columns, values, noise)
     epsilons = _value_epsilons(columns, values, noise.epsilon)
     tolerance, resolution = standard.tolerance, standard.resolution.gradient
@@ -221,6 +224,14 @@ def primary_columns(
     if np.all(values.minus == values.center) and np.all(values.plus == values.center):
         passed &= np.abs(columns.analytic) <= ROUNDING_FACTOR * noise.epsilon * resolution
     return PrimaryColumns(estimates, floor, passed)
+
+
+@functools.cache
+def _no_coordinates() -> PrimaryColumns:
+    """The PrimaryColumns of no coordinate, read-only, made once."""
+    empty, none = np.empty(0), np.empty(0, dtype=bool)
+    empty.flags.writeable = none.flags.writeable = False
+    return PrimaryColumns(EstimateColumns(*(empty,) * 8, none), empty, none)
 
 
 def sensitivity_floors(steps, theta, epsilons, tolerance: float, factor: float = FLOOR_FACTOR) -> np.ndarray:
@@ -265,14 +276,13 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
 
 def _lower_precision_numbers(columns, shape) -> tuple:
     """Where every column's value is a float32 number, and where also a bfloat16 one."""
-    single = np.ones(shape, dtype=bool)
-    half = np.ones(shape, dtype=bool)
-    for values in columns:
-        values = np.asarray(values, dtype=np.float64)
-        with np.errstate(all="ignore"):
-            rounded = values.astype(np.float32)
-        single &= rounded.astype(np.float64) == values
-        half &= (rounded.view(np.uint32) & 0xFFFF) == 0
+    values = np.empty((len(columns), *shape))
+    for row, column in zip(values, columns):
+        row[...] = column
+    with np.errstate(all="ignore"):
+        rounded = values.astype(np.float32)
+    single = np.all(rounded == values, axis=0)  # float32 against float64: compared exactly
+    half = np.all((rounded.view(np.uint32) & 0xFFFF) == 0, axis=0)
     return single, half
 
 
