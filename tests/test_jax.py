@@ -591,3 +591,22 @@ def test_the_fast_check_fails_a_doubled_row_through_a_custom_vjp_and_passes_the_
     wrong = check_function(row_scaled_product(2.0), (x, w), fast=True)
     assert wrong.failing_parameters == ("w",)
     assert {check.coordinate[0] for check in wrong.parameter("w").checks.failed()} == {3}
+
+
+def test_fn_is_called_with_the_host_arrays_where_they_give_its_outputs_and_with_jax_copies_elsewhere():
+    from gradcheck_cli.adapters.jax.derivatives import evaluated_leaves
+
+    x = np.linspace(-1.0, 1.0, 6)
+    arrays = [np.array(x)]
+    plain = evaluated_leaves(lambda x: jnp.sin(x), arrays, jnp.sin(jnp.asarray(x)))
+    assert plain()[0] is arrays[0]  # numpy in: the same bits out, nothing copied per call
+
+    def indexed(x):
+        return x.at[0].set(2.0) * 3.0  # a JAX array's method: a numpy array has no .at
+
+    copied = evaluated_leaves(indexed, arrays, indexed(jnp.asarray(x)))
+    assert isinstance(copied()[0], jax.Array) and np.array_equal(copied()[0], x)
+    assert (
+        check_function(indexed, (jnp.asarray(x),)).passed
+        and check_function(indexed, (jnp.asarray(x),), fast=True).passed
+    )
