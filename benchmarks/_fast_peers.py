@@ -33,41 +33,21 @@ import time
 
 import numpy as np
 
+import _projection
 from _common import REPOSITORY, interleaved, median, seconds, verdict
+from _projection import Timed
 from gradcheck_cli.check import check_gradients
 
 SIZES = {"small": (32, 24, 10), "medium": (256, 256, 128, 10), "layer": (1000, 1000)}
 BATCH = 32
 
-try:
-    import torch
-    import torch.nn.functional as functional
-
+torch, jax = _projection.torch, _projection.jax  # None where not installed
+if torch is not None:
+    from _projection import functional
     from gradcheck_cli.torch import check_function as torch_check
-except ImportError:
-    torch = None
-
-try:
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-    from jax.test_util import check_grads
-
+if jax is not None:
+    from _projection import check_grads, jnp
     from gradcheck_cli.jax import check_function as jax_check
-except ImportError:
-    jax = None
-
-
-class Counted:
-    """``function`` with its calls counted."""
-
-    def __init__(self, function):
-        self.function, self.calls = function, 0
-
-    def __call__(self, *arguments):
-        self.calls += 1
-        return self.function(*arguments)
 
 
 def numpy_model(sizes: tuple, dtype, seed: int = 3) -> tuple:
@@ -79,6 +59,16 @@ def numpy_model(sizes: tuple, dtype, seed: int = 3) -> tuple:
     inputs = random.standard_normal((BATCH, sizes[0]))
     targets = random.integers(0, sizes[-1], BATCH)
     return [layer.astype(dtype) for layer in layers], inputs.astype(dtype), targets
+
+
+def logits(values, x, tanh):
+    """The MLP's logits: x through each layer (W, b) of ``values``, ``tanh`` between them."""
+    hidden = x
+    for k in range(0, len(values), 2):
+        hidden = hidden @ values[k].T + values[k + 1]
+        if k + 2 < len(values):
+            hidden = tanh(hidden)
+    return hidden
 
 
 def numpy_loss_and_gradients(layers: list, inputs, targets) -> tuple:
@@ -151,7 +141,7 @@ def numpy_row(repeats: int, sizes: tuple, dtype) -> None:
     layers, inputs, targets = numpy_model(sizes, dtype)
     names = [f"p{k}" for k in range(len(layers))]
     parameters = dict(zip(names, layers))
-    counted = Counted(lambda values: numpy_loss_and_gradients([values[n] for n in names], inputs, targets)[0])
+    counted = Timed(lambda values: numpy_loss_and_gradients([values[n] for n in names], inputs, targets)[0])
     gradients = dict(zip(names, numpy_loss_and_gradients(layers, inputs, targets)[1]))
     report = check_gradients(counted, parameters, gradients)
     coordinates = checked_coordinates(report, names)
@@ -190,14 +180,9 @@ def torch_model(sizes: tuple, dtype, seed: int = 3) -> tuple:
     x, t = torch.tensor(inputs, dtype=dtype), torch.tensor(targets)
 
     def loss(*values):
-        hidden = x
-        for k in range(0, len(values), 2):
-            hidden = hidden @ values[k].T + values[k + 1]
-            if k + 2 < len(values):
-                hidden = torch.tanh(hidden)
-        return functional.cross_entropy(hidden, t)
+        return functional.cross_entropy(logits(values, x, torch.tanh), t)
 
-    return Counted(loss), tensors
+    return Timed(loss), tensors
 
 
 def torch_rows(repeats: int, models: dict) -> None:
@@ -291,14 +276,9 @@ def jax_rows(repeats: int, sizes: tuple) -> None:
     x, t = jnp.asarray(inputs), jnp.asarray(targets)
 
     def loss(*values):
-        hidden = x
-        for k in range(0, len(values), 2):
-            hidden = hidden @ values[k].T + values[k + 1]
-            if k + 2 < len(values):
-                hidden = jnp.tanh(hidden)
-        return -jnp.mean(jax.nn.log_softmax(hidden)[jnp.arange(BATCH), t])
+        return -jnp.mean(jax.nn.log_softmax(logits(values, x, jnp.tanh))[jnp.arange(BATCH), t])
 
-    fn = Counted(loss)
+    fn = Timed(loss)
     arrays = tuple(jnp.asarray(layer) for layer in layers)
     report = jax_check(fn, arrays)
     calls, leaves = fn.calls, [np.array(layer) for layer in layers]

@@ -277,8 +277,8 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
 def _lower_precision_numbers(columns, shape) -> tuple:
     """Where every column's value is a float32 number, and where also a bfloat16 one."""
     values = np.empty((len(columns), *shape))
-    for row, column in zip(values, columns):
-        row[...] = column
+    for row, column in enumerate(columns):
+        values[row] = column
     with np.errstate(all="ignore"):
         rounded = values.astype(np.float32)
     single = np.all(rounded == values, axis=0)  # float32 against float64: compared exactly
