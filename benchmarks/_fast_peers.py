@@ -256,8 +256,37 @@ def fast_mode_verdict(fn, arguments) -> bool:
         module._run_slow_mode_and_get_error = slow
 
 
-def doubled_row_rows(seeds: int, shapes: tuple) -> None:
-    """How often each fast check fails the ×2 row, over ``seeds`` layers."""
+def doubled_row_mlp(sizes: tuple, seed: int) -> tuple:
+    """(fn(*tensors), tensors) of the MLP of ``sizes`` whose first layer's backward (a torch Function)
+    doubles row 3 of its weight's gradient."""
+    fn, tensors = torch_model(sizes, torch.float64, seed)
+
+    class DoubledRow(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, weight):
+            return weight.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad = grad.clone()
+            grad[3] *= 2
+            return grad
+
+    return (lambda first, *rest: fn(DoubledRow.apply(first), *rest)), tensors
+
+
+def doubled_row_rows(seeds: int, shapes: tuple, sizes: tuple) -> None:
+    """How often each fast check fails the ×2 row, over ``seeds`` layers and MLPs."""
+    ours = theirs = 0
+    for seed in range(seeds):
+        fn, arguments = doubled_row_mlp(sizes, seed)
+        ours += not torch_check(fn, arguments, fast=True).passed
+        theirs += not fast_mode_verdict(fn, arguments)
+    parameters = sum(tensor.numel() for tensor in arguments)
+    print(
+        f"  ×2 on row 3 of the first weight of the MLP {'-'.join(map(str, sizes))} ({parameters} parameters), "
+        f"{seeds} seeds: gradcheck fast failed {ours}/{seeds}, torch fast_mode failed {theirs}/{seeds}"
+    )
     for outputs, inputs in shapes:
         ours = theirs = 0
         for seed in range(seeds):
@@ -323,7 +352,7 @@ def run(repeats: int, small: bool = False, seeds: int = 10) -> None:
         print("  torch not installed: the torch rows are not measured")
     else:
         torch_rows(repeats, models)
-        doubled_row_rows(seeds, shapes)
+        doubled_row_rows(seeds, shapes, models["medium"])
     if jax is None:
         print("  jax not installed: the JAX rows are not measured")
     else:
