@@ -7,6 +7,7 @@ unusable with :func:`plan_coordinates`, and restore the exact original bits with
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -125,7 +126,7 @@ def writable_memory(array: np.ndarray) -> bool:
     import ctypes
 
     low, high = byte_bounds(array)
-    write = ctypes.CDLL(None, use_errno=True).read
+    write = _libc_read()
     reading, writing = os.pipe()
     try:
         for address in {low, high - 1}:
@@ -136,6 +137,14 @@ def writable_memory(array: np.ndarray) -> bool:
         os.close(reading)
         os.close(writing)
     return True
+
+
+@functools.cache
+def _libc_read():
+    """libc's read(2), loaded once (ctypes builds a class per library handle)."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).read
 
 
 def reject_masked(array: np.ndarray, role: str) -> None:

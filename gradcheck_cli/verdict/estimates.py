@@ -102,8 +102,13 @@ def estimate_columns(step, analytic, numerical, *, largest_value, epsilons, jitt
         relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
     shape = np.broadcast(analytic, numerical, rounding, spread, scale).shape
 
-    def column(values, dtype=np.float64):
-        return np.broadcast_to(np.asarray(values, dtype=dtype), shape)
+    def column(values, dtype=np.float64):  # a read-only view, as np.broadcast_to gives, made cheaply
+        values = np.asarray(values, dtype=dtype)
+        if values.shape != shape:
+            return np.broadcast_to(values, shape)
+        view = values.view()
+        view.flags.writeable = False
+        return view
 
     return EstimateColumns(
         column(step),
