@@ -8,6 +8,8 @@ and diagnoses the failure. The layers are dense least-squares layers whose exact
 1e5 and 1e6 parameters (docs/performance.md).
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -74,7 +76,6 @@ def test_a_correct_float32_layer_passes():
 
 def test_the_example_mlp_and_its_missing_batch_mean():
     import importlib.util
-    from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "examples" / "mlp.py"
     spec = importlib.util.spec_from_file_location("fast_mlp_example", path)
@@ -116,3 +117,12 @@ def test_fast_is_true_or_false_and_not_with_listed_coordinates():
         check_gradients(objective, parameters, gradients, fast=1)
     with pytest.raises(InvalidArgument, match="fast must be False when coordinates are listed"):
         check_gradients(objective, parameters, gradients, fast=True, coordinates={"b": [0]})
+
+
+def test_with_workers_the_localization_is_the_serial_one():
+    from gradcheck_cli import load_problem
+
+    reference = str(Path(__file__).resolve().parent.parent / "examples" / "mlp.py") + ":wrong_problem"
+    serial = check_problem(load_problem(reference), fast=True)
+    parallel = check_problem(load_problem(reference), fast=True, jobs=2)
+    assert parallel.failing_parameters == ("W2",) and parallel.to_dict() == serial.to_dict()
