@@ -16,7 +16,7 @@ every case where gradcheck is wrong or weak, with the diagnosis it printed. ``--
 every run's record. Nothing is asserted about the rates; a case whose bug does not change the
 gradient exactly where it says it does stops the script.
 
-Usage: python benchmarks/realbugs.py [--frameworks numpy,torch,jax] [--cases NAME,...] [--dtypes float64,float32] [--json-out FILE]
+Usage: python benchmarks/realbugs.py [--frameworks numpy,torch,jax] [--cases NAME,...] [--dtypes float64,float32] [--json-out FILE] [--fast]
 """
 
 from __future__ import annotations
@@ -41,28 +41,29 @@ REACH_TOLERANCE = 1e-6
 
 
 # gradcheck is called here and nowhere else, one function per framework, so a rename of the
-# public API is one edit.
+# public API is one edit. --fast adds fast=True to every call.
+OPTIONS = {}
 
 
 def gradcheck_numpy(problem, order):
     from gradcheck_cli import check_gradients
 
     objective, parameters, gradients = problem
-    return check_gradients(objective, parameters, gradients)
+    return check_gradients(objective, parameters, gradients, **OPTIONS)
 
 
 def gradcheck_torch(problem, order):
     from gradcheck_cli.torch import check_function
 
     fn, inputs = problem
-    return check_function(fn, inputs, order=order)
+    return check_function(fn, inputs, order=order, **OPTIONS)
 
 
 def gradcheck_jax(problem, order):
     from gradcheck_cli.jax import check_function
 
     fn, args = problem
-    return check_function(fn, tuple(args), order=order)
+    return check_function(fn, tuple(args), order=order, **OPTIONS)
 
 
 GRADCHECK = {"numpy": gradcheck_numpy, "torch": gradcheck_torch, "jax": gradcheck_jax}
@@ -425,7 +426,11 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", help="comma-separated case names (default: every case)")
     parser.add_argument("--dtypes", default="float64,float32")
     parser.add_argument("--json-out")
+    parser.add_argument(
+        "--fast", action="store_true", help="gradcheck's fast check (fast=True) in place of its default"
+    )
     arguments = parser.parse_args(argv)
+    OPTIONS.update({"fast": True} if arguments.fast else {})
     frameworks, dtypes = arguments.frameworks.split(","), arguments.dtypes.split(",")
     wanted = set(arguments.cases.split(",")) if arguments.cases else None
     header(

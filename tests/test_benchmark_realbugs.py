@@ -80,3 +80,16 @@ def test_json_has_every_run_with_its_verdicts_and_diagnoses(run):
         if r["version"] == "bug":
             assert r["diagnosis"] in {"right", "wrong", "misleading", "unexplained"}
             assert r["reached_parameters_passed"] == []  # a wrong gradient reported passed: none here
+
+
+def test_fast_runs_the_fast_check_on_the_same_cases(tmp_path):
+    json_out = tmp_path / "fast.json"
+    command = [sys.executable, str(BENCHMARKS / "realbugs.py"), "--frameworks", "numpy", "--fast"]
+    command += ["--cases", ",".join(NUMPY_CASES), "--json-out", str(json_out)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=BENCHMARKS.parent)
+    assert completed.returncode == 0, completed.stderr
+    assert "\nreproduce: python benchmarks/realbugs.py --frameworks numpy --fast" in completed.stdout
+    assert "| float64 | 3/3 | 3/3 | 0/" in completed.stdout  # fixed passed, bugs failed, none reached passed
+    fixed = [run for run in json.loads(json_out.read_text(encoding="utf-8"))["runs"] if run["version"] == "fixed"]
+    # each fixed case passed on its directions alone: no coordinate checked
+    assert all(counts["checked"] == 0 for run in fixed for counts in run["coordinates"].values())
