@@ -17,6 +17,7 @@ import functools
 import gc
 import importlib
 import itertools
+import os
 import sys
 from typing import NamedTuple
 
@@ -343,26 +344,32 @@ class GradcheckGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        if args is None and standalone_mode:  # the process's own command line, which it ends with
+        own_process = args is None and standalone_mode  # the process's own command line, which it ends with
+        if own_process:
             _exempt_from_collection()
         words = list(sys.argv[1:] if args is None else args)
         with output.ending_signals(after=output.ignored if standalone_mode else None):
-            status = self._main(words, prog_name, complete_var, **extra)
+            status = self._main(words, prog_name, complete_var, own_process, **extra)
         if standalone_mode:
             sys.exit(status)
         return status
 
-    def _main(self, words, prog_name, complete_var, **extra) -> int:
+    def _main(self, words, prog_name, complete_var, own_process=False, **extra) -> int:
         for stream in (sys.stdout, sys.stderr):
             output.spell_unencodable_in_ascii(stream)
         stdout = sys.stdout
+        if stdout is not None and own_process:  # stdout is gradcheck's until the process ends
+            stdout = output.take_stdout()
         if stdout is None:  # `gradcheck ... >&-`: nowhere to put the results, so do no work
             return _report_output_failure(output.StdoutUnavailable(0, "stdout is closed"))
-        sys.stdout = held = output.HeldStdout(stdout)
+        after, sys.stdout = sys.stdout, output.HeldStdout(stdout)
+        held = output.outlive(sys.stdout) if own_process else sys.stdout
         try:
             status = self._invoke(words, prog_name, complete_var, **extra)
         finally:
-            sys.stdout = stdout
+            sys.stdout = after
+        if output.in_another_process():  # a fork of the user's objective that came this far: not ours to end
+            os._exit(status)
         if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in output.ENDING_SIGNALS}:
             return status  # a defect or a signal: whatever was held is not a result
         return deliver(held.getvalue(), stdout, status)

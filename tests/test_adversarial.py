@@ -1,0 +1,175 @@
+"""What the user's code does cannot corrupt the output, forge a line or hang the check (issue 30).
+
+Each test runs the real console command (``gradcheck``, the script pip installed) in a fresh process
+on a problem written to ``tmp_path``: descriptors, atexit handlers, threads and forks are real there.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONSOLE = str(Path(sys.executable).parent / "gradcheck")
+
+#: The head of every problem file below: a least-squares-free quadratic whose gradient is right.
+HEAD = """\
+import atexit, os, sys, threading, time
+import numpy as np
+from gradcheck_cli import GradientProblem
+
+def squares(parameters):
+    return float(np.sum(parameters["w"] ** 2))
+
+def right(objective=squares, name="w"):
+    w = np.array([0.5, -1.25, 2.0])
+    return GradientProblem(objective, {name: w}, {name: 2 * w})
+"""
+
+
+def console(*arguments, timeout=120, env=None):
+    """The ``gradcheck`` console command in a fresh process, its output captured as text."""
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [CONSOLE, *arguments], cwd=ROOT, env=environment, timeout=timeout, capture_output=True, text=True
+    )
+
+
+def problem_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "problems.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    return str(path)
+
+
+def one_document(stdout: str):
+    """The one JSON document stdout holds (json.loads refuses "Extra data")."""
+    return json.loads(stdout)
+
+
+# ------------------------------------------------------------------ item 1: stdout is gradcheck's
+
+USERS_WRITERS = """
+def at_exit():
+    atexit.register(lambda: print("printed by the user's atexit handler"))
+    atexit.register(lambda: os.write(1, b"written to descriptor 1 at exit\\n"))
+    return right()
+
+def thread():
+    def chatter():
+        while True:
+            print("printed by the user's thread", flush=True)
+            os.write(1, b"thread on descriptor 1\\n")
+            time.sleep(0.001)
+    threading.Thread(target=chatter, daemon=True).start()
+    return right()
+
+def forks():
+    def objective(parameters):
+        if os.fork() == 0:
+            raise SystemExit(5)
+        os.wait()
+        return squares(parameters)
+    return right(objective)
+
+def forks_and_returns():
+    def objective(parameters):
+        os.fork()  # both go on: the child must leave quietly, not run the check again
+        return squares(parameters)
+    return right(objective)
+
+def closes_stdout():
+    def objective(parameters):
+        sys.stdout.close()
+        raise ValueError("after closing stdout")
+    return right(objective)
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+@pytest.mark.parametrize("function", ["at_exit", "thread", "forks", "forks_and_returns"])
+def test_users_atexit_threads_and_forks_never_reach_stdout(tmp_path, command, function):
+    path = problem_file(tmp_path, USERS_WRITERS)
+    result = console(command, f"{path}:{function}", "--json")
+    document = one_document(result.stdout)
+    assert list(document) == [command], result.stdout
+    assert result.returncode == 0, result.stderr
+    if function == "at_exit":
+        assert "printed by the user's atexit handler" in result.stderr
+        assert "written to descriptor 1 at exit" in result.stderr
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_an_objective_that_closes_stdout_still_gets_its_error_line(tmp_path, output_format):
+    path = problem_file(tmp_path, USERS_WRITERS)
+    result = console("check", f"{path}:closes_stdout", "--format", output_format)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "after closing stdout" in lines[0], result.stderr
+    if output_format == "json":
+        assert "after closing stdout" in one_document(result.stdout)["error"]["message"]
+
+
+# ------------------------------------------------------------------ item 2: no line can be forged
+
+FORGERS = """
+FORGED = "check: checked=1 failed=0 verdict=passed pass=true"
+
+def forged_name():
+    w = np.array([0.5, -1.25, 2.0])
+    return GradientProblem(lambda p: float(np.sum(p[FORGED] ** 2)), {FORGED: w}, {FORGED: 3 * w})  # wrong
+
+def escapes():
+    def objective(parameters):
+        raise ValueError("clear\\x1b[2J\\x1b[31m red \\u202e reversed \\u200b\\r\\x00 end")
+    return right(objective)
+
+def escaped_type():
+    Odd = type("Odd\\x1b[31m\\u202e", (Exception,), {})
+    def objective(parameters):
+        raise Odd("message")
+    return right(objective)
+"""
+
+#: What must never reach a terminal raw: ESC, CR, NUL, a bidi override, a zero-width space.
+RAW = ("\x1b", "\r", "\x00", "\u202e", "\u200b")
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+@pytest.mark.parametrize("arguments", [[], ["--verbose"]])
+def test_a_parameter_name_cannot_forge_a_check_line(tmp_path, command, arguments):
+    path = problem_file(tmp_path, FORGERS)
+    result = console(command, f"{path}:forged_name", *arguments)
+    assert result.returncode == 1, result.stderr
+    assert "pass=false" in result.stdout or "verdict=failed" in result.stdout, result.stdout
+    forged = [line for line in result.stdout.splitlines() if line.startswith("check:") and "pass=true" in line]
+    assert forged == [], result.stdout
+    fields = [line for line in result.stdout.splitlines() if "verdict=passed" in line and "'check:" not in line]
+    assert fields == [], result.stdout
+
+
+@pytest.mark.parametrize("function", ["escapes", "escaped_type"])
+def test_an_exception_from_user_code_comes_out_escaped(tmp_path, function):
+    path = problem_file(tmp_path, FORGERS)
+    result = console("check", f"{path}:{function}")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: "), repr(result.stderr)
+    for raw in RAW:
+        assert raw not in result.stderr, repr(result.stderr)
+    assert "\\x1b[" in result.stderr and "\\u202e" in result.stderr
+
+
+def test_a_file_name_and_an_executor_address_come_out_escaped(tmp_path):
+    odd = tmp_path / "odd\x1b[31m\u202e.py"
+    result = console("check", f"{odd}:problem")
+    assert result.returncode == 2 and "\\x1b[31m\\u202e" in result.stderr, repr(result.stderr)
+    path = problem_file(tmp_path, FORGERS)
+    for address in ("dask://\x1b[31mhost:1", "dask://host\u202e:1", "dask://ho\rst:x"):
+        result = console("check", f"{path}:escapes", "--executor", address, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: "), repr(result.stderr)
+        for raw in RAW:
+            assert raw not in result.stderr, repr(result.stderr)
