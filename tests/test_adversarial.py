@@ -4,14 +4,20 @@ Each test runs the real console command (``gradcheck``, the script pip installed
 on a problem written to ``tmp_path``: descriptors, atexit handlers, threads and forks are real there.
 """
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
+
+from extras import needs
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE = str(Path(sys.executable).parent / "gradcheck")
@@ -147,8 +153,8 @@ def test_a_parameter_name_cannot_forge_a_check_line(tmp_path, command, arguments
     assert "pass=false" in result.stdout or "verdict=failed" in result.stdout, result.stdout
     forged = [line for line in result.stdout.splitlines() if line.startswith("check:") and "pass=true" in line]
     assert forged == [], result.stdout
-    fields = [line for line in result.stdout.splitlines() if "verdict=passed" in line and "'check:" not in line]
-    assert fields == [], result.stdout
+    assert "pass=true" not in result.stdout and "verdict=passed" not in result.stdout, result.stdout
+    assert "'check: checked\\x3d1 failed\\x3d0 verdict\\x3dpassed pass\\x3dtrue'" in result.stdout
 
 
 @pytest.mark.parametrize("function", ["escapes", "escaped_type"])
@@ -173,3 +179,64 @@ def test_a_file_name_and_an_executor_address_come_out_escaped(tmp_path):
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: "), repr(result.stderr)
         for raw in RAW:
             assert raw not in result.stderr, repr(result.stderr)
+
+
+# ------------------------------------------------------------------ item 3: no hang, no exit 3
+
+
+def _server(reply):
+    """A TCP server on 127.0.0.1 that answers each connection with ``reply(connection)``; its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        with listener:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                threading.Thread(target=reply, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
+def _http(connection):
+    """An HTTP server's manners: it waits for the request, and answers it."""
+    with connection:
+        connection.recv(1 << 16)
+        connection.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+
+
+def _garbage(connection):
+    with contextlib.suppress(OSError), connection:
+        for _ in range(100):
+            connection.sendall(b"\xff" * 4096)
+            time.sleep(0.01)
+
+
+def _short_lie(connection):
+    """A length that a greeting could have, then frames that are not one."""
+    with contextlib.suppress(OSError), connection:
+        connection.sendall((40).to_bytes(8, "little") + b"\x01" * 40)
+        time.sleep(1)
+
+
+@needs("distributed")
+@pytest.mark.parametrize(
+    "reply, answered",
+    [
+        (_http, "a server that sent nothing within 10 s"),
+        (_garbage, "a server that sent b'\\xff"),
+        (_short_lie, "not a dask scheduler's greeting"),
+    ],
+)
+def test_an_executor_address_where_no_scheduler_greets_is_bad_input(tmp_path, reply, answered):
+    path = problem_file(tmp_path, USERS_WRITERS)
+    listener, port = _server(reply)
+    with listener:
+        result = console("check", f"{path}:at_exit", "--executor", f"dask://127.0.0.1:{port}", timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"Error: --executor dask://127.0.0.1:{port} cannot be used: no dask scheduler")
+    assert answered in result.stderr

@@ -745,6 +745,7 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.engine.estimator",
     "gradcheck_cli.core.formatting",
     "gradcheck_cli.display.output",
+    "gradcheck_cli.display.ownership",
     "gradcheck_cli.core.record",
     "gradcheck_cli.display.render",
     "gradcheck_cli.verdict.words",

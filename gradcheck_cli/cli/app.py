@@ -17,7 +17,6 @@ import functools
 import gc
 import importlib
 import itertools
-import os
 import sys
 from typing import NamedTuple
 
@@ -344,7 +343,7 @@ class GradcheckGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        own_process = args is None and standalone_mode  # the process's own command line, which it ends with
+        own_process = args is None and standalone_mode  # not a caller's main(args) nor CliRunner's
         if own_process:
             _exempt_from_collection()
         words = list(sys.argv[1:] if args is None else args)
@@ -357,9 +356,8 @@ class GradcheckGroup(click.Group):
     def _main(self, words, prog_name, complete_var, own_process=False, **extra) -> int:
         for stream in (sys.stdout, sys.stderr):
             output.spell_unencodable_in_ascii(stream)
-        stdout = sys.stdout
-        if stdout is not None and own_process:  # stdout is gradcheck's until the process ends
-            stdout = output.take_stdout()
+        own_process = own_process and sys.stdout is not None  # then stdout is gradcheck's until the process ends
+        stdout = output.take_stdout() if own_process else sys.stdout
         if stdout is None:  # `gradcheck ... >&-`: nowhere to put the results, so do no work
             return _report_output_failure(output.StdoutUnavailable(0, "stdout is closed"))
         after, sys.stdout = sys.stdout, output.HeldStdout(stdout)
@@ -368,8 +366,7 @@ class GradcheckGroup(click.Group):
             status = self._invoke(words, prog_name, complete_var, **extra)
         finally:
             sys.stdout = after
-        if output.in_another_process():  # a fork of the user's objective that came this far: not ours to end
-            os._exit(status)
+        output.leave_if_forked(status)
         if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in output.ENDING_SIGNALS}:
             return status  # a defect or a signal: whatever was held is not a result
         return deliver(held.getvalue(), stdout, status)
@@ -395,9 +392,7 @@ def _exempt_from_collection() -> None:
     The interpreter's exit runs full collections that walk every such object: about a tenth of
     ``gradcheck quadratic``'s time (docs/performance.md §1). Whatever the command makes, the user's
     problem and its objects included, is made later and collected as before. Only for a process that
-    runs its own command line and then exits (the console script, ``python -m gradcheck_cli``), never
-    for a caller's ``main(args)`` or click's CliRunner, whose process goes on.
-    """
+    runs its own command line and then exits (the console script, ``python -m gradcheck_cli``)."""
     freeze = getattr(gc, "freeze", None)  # CPython's
     if freeze is not None:
         freeze()

@@ -21,7 +21,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from ..core.formatting import escaped
 from ..core.record import Record, json_fields, json_ready
+from .ownership import STDERR, StderrView, in_another_process, leave_if_forked, outlive, results_stream, take_stdout
 
 __all__ = [
     "STREAM_THRESHOLD",
@@ -49,6 +51,8 @@ __all__ = [
     "StderrView",
     "take_stdout",
     "in_another_process",
+    "leave_if_forked",
+    "outlive",
 ]
 
 #: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
@@ -130,7 +134,7 @@ class HeldStdout(io.StringIO):
 
     def write(self, text):
         if threading.get_ident() != self.owner:
-            return _STDERR.write(text)
+            return STDERR.write(text)
         return super().write(text)
 
     @property
@@ -404,8 +408,9 @@ def spell_unencodable_in_ascii(stream) -> None:
 
 
 def error_line(error, message: str = None) -> str:
-    """The one-line message for a rejected request (click's ``Error:`` prefix)."""
-    return "Error: " + " ".join((str(error) if message is None else message).splitlines())
+    """The one-line message for a rejected request (click's ``Error:`` prefix), every character that is
+    not printable escaped (:func:`escaped`): an address or a file name cannot send terminal escapes."""
+    return "Error: " + escaped(" ".join((str(error) if message is None else message).splitlines()))
 
 
 def write_error(error, output_format: str, stdout=None, stderr=None, message: str = None) -> None:
@@ -465,105 +470,8 @@ def terminal_columns(fallback: int = 80) -> int:
     if columns > 0:
         return columns
     try:
-        descriptor = sys.__stdout__.fileno() if _RESULTS is None else _RESULTS.fileno()
+        results = results_stream()
+        descriptor = sys.__stdout__.fileno() if results is None else results.fileno()
         return os.get_terminal_size(descriptor).columns or fallback
     except (AttributeError, ValueError, OSError):  # no stdout, a closed one, or no terminal
         return fallback
-
-
-#: Every stream that was ``sys.stdout`` while the user's code ran, kept until the process ends:
-#: CPython's ``print`` holds a borrowed reference to ``sys.stdout``, so a stream freed while a
-#: user's thread prints to it would crash the interpreter.
-_OUTLIVED = []
-
-
-def outlive(stream):
-    """Keep ``stream`` alive until the process ends (see :data:`_OUTLIVED`) and return it."""
-    _OUTLIVED.append(stream)
-    return stream
-
-
-class StderrView(io.TextIOBase):
-    """A text stream that writes to ``sys.stderr`` (as it is at each write; nowhere once it is None).
-
-    ``sys.stdout`` for the user's code: closing it closes the view, never stderr,
-    so an objective that closes ``sys.stdout`` still gets its ``Error:`` line.
-    Each view is kept alive until the process ends (:func:`outlive`).
-    """
-
-    def __init__(self):
-        super().__init__()
-        outlive(self)
-
-    def writable(self):
-        return True
-
-    def write(self, text):
-        if self.closed:
-            raise ValueError("I/O operation on closed file.")
-        stream = sys.stderr
-        if stream is not None:
-            stream.write(text)
-            if "\n" in text:
-                stream.flush()
-        return len(text)
-
-    def flush(self):
-        if not self.closed and sys.stderr is not None:
-            sys.stderr.flush()
-
-    def fileno(self):
-        return 2
-
-    def isatty(self):
-        return False
-
-    @property
-    def encoding(self):
-        return getattr(sys.stderr, "encoding", None) or "utf-8"
-
-
-#: Where a thread other than gradcheck's own writes when it prints to a :class:`HeldStdout`.
-_STDERR = StderrView()
-#: The results' stream once :func:`take_stdout` took descriptor 1, else None.
-_RESULTS = None
-#: The process that took stdout: a fork of it (the user's objective forking) never writes a result.
-_OWNER = os.getpid()
-
-
-def take_stdout():
-    """For the rest of the process, stdout is gradcheck's: the results go to a private duplicate of
-    descriptor 1, which is returned as a text stream (None when descriptor 1 is closed), while
-    descriptor 1 and ``sys.stdout`` point to stderr (to /dev/null when stderr is closed).
-
-    Whatever else writes to stdout afterwards (the user's code, its threads, its atexit handlers, C
-    code, a shell it starts) lands on stderr, so a ``--json`` document stays one document. Only for a
-    process that runs its own command line and then exits (see :meth:`GradcheckGroup.main`).
-    """
-    global _RESULTS, _OWNER
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            stream.flush()
-    try:
-        private = os.dup(1)  # not inherited by a program the user's code starts
-    except OSError:  # descriptor 1 is closed: there is nowhere to write the results
-        return None
-    try:
-        os.dup2(2, 1)
-    except OSError:  # stderr is closed: what is not a result goes nowhere
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-    stdout = sys.stdout
-    encoding = getattr(stdout, "encoding", None) or "utf-8"
-    errors = getattr(stdout, "errors", None) or "strict"
-    _RESULTS = open(private, "w", encoding=encoding, errors=errors, closefd=True)  # noqa: SIM115 (the process's)
-    _OWNER = os.getpid()
-    sys.stdout = StderrView()
-    return _RESULTS
-
-
-def in_another_process() -> bool:
-    """Whether this is a fork of the process that took stdout (or imported this module): the user's
-    objective forked, and the child must leave without writing anything."""
-    return os.getpid() != _OWNER
