@@ -240,3 +240,44 @@ def test_an_executor_address_where_no_scheduler_greets_is_bad_input(tmp_path, re
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"Error: --executor dask://127.0.0.1:{port} cannot be used: no dask scheduler")
     assert answered in result.stderr
+
+
+CHOICES = """
+import multiprocessing
+
+def square(x):
+    return x * x
+
+def pooled(method):
+    def objective(parameters):
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            return float(sum(pool.map(square, list(parameters["w"]))))
+    return right(objective)
+
+def fork_pool():
+    return pooled("fork")
+
+class Bare(GradientProblem):
+    def __init__(self):
+        w = np.array([0.5, -1.25, 2.0])
+        super().__init__(squares, {"w": w}, {"w": 2 * w})
+
+def bare():
+    return Bare()
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "taylor"])
+def test_an_objective_with_a_fork_pool_works(tmp_path, command):
+    path = problem_file(tmp_path, CHOICES)
+    result = console(command, f"{path}:fork_pool", "--json", timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert list(one_document(result.stdout)) == [command]
+
+
+@pytest.mark.parametrize("reference", ["bare", "Bare"])
+def test_a_problem_subclass_whose_init_takes_no_arguments_loads(tmp_path, reference):
+    path = problem_file(tmp_path, CHOICES)
+    result = console("check", f"{path}:{reference}", "--json")
+    assert result.returncode == 0, result.stderr
+    assert one_document(result.stdout)["check"]["verdict"] == "passed"

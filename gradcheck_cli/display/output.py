@@ -23,13 +23,24 @@ from collections.abc import Sequence
 
 from ..core.formatting import escaped
 from ..core.record import Record, json_fields, json_ready
-from .ownership import STDERR, StderrView, in_another_process, leave_if_forked, outlive, results_stream, take_stdout
+from .ownership import (
+    ENDING_SIGNALS,
+    STDERR,
+    USERS_CODE,
+    StderrView,
+    in_another_process,
+    leave_if_forked,
+    outlive,
+    results_stream,
+    take_stdout,
+)
 
 __all__ = [
     "STREAM_THRESHOLD",
     "ENDING_SIGNALS",
     "Interrupted",
     "ending_signals",
+    "USERS_CODE",
     "ignored",
     "HeldStdout",
     "gathered",
@@ -54,12 +65,6 @@ __all__ = [
     "leave_if_forked",
     "outlive",
 ]
-
-#: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
-#: status 128 + N (cli.exit_status).
-ENDING_SIGNALS = {
-    int(getattr(signal, name)): name for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
-}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -111,6 +116,7 @@ def ending_signals(after=None):
             signal.signal(number, interrupt)
     except ValueError:  # not the main thread, where only the interpreter's own handlers run
         handled = {}
+    USERS_CODE.found = {**handled, **USERS_CODE.found}
     try:
         yield
     finally:

@@ -1,14 +1,77 @@
 """stdout is gradcheck's for the whole process of the ``gradcheck`` command: the results on a private
 duplicate of descriptor 1, everything else (the user's code, its threads and atexit handlers, C code)
-on stderr, and a fork of the user's objective never writing a result. :mod:`output` writes through it.
+on stderr, and a fork of the user's objective never writing a result, with the signal handlers
+gradcheck found (a ``multiprocessing`` pool in the objective works). :mod:`output` writes through it.
 """
 
 import contextlib
 import io
 import os
+import signal
 import sys
 
-__all__ = ["STDERR", "StderrView", "outlive", "take_stdout", "results_stream", "in_another_process", "leave_if_forked"]
+__all__ = [
+    "ENDING_SIGNALS",
+    "USERS_CODE",
+    "STDERR",
+    "StderrView",
+    "outlive",
+    "take_stdout",
+    "results_stream",
+    "in_another_process",
+    "leave_if_forked",
+]
+
+
+#: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
+#: status 128 + N (cli.exit_status).
+ENDING_SIGNALS = {
+    int(getattr(signal, name)): name for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
+}
+
+
+class _UsersCode:
+    """Whether the user's code is running (``depth`` > 0: the command line's objective), and the signal
+    handlers :func:`ending_signals` found (``found``): a process the user's code forks (a
+    ``multiprocessing`` fork pool's worker) gets them back, so the pool can stop its workers with
+    SIGTERM as it expects, instead of their raising :class:`Interrupted` and the pool waiting forever."""
+
+    depth = 0
+    found = {}
+    mask = None  # the forking thread's signal mask, while the ending signals are blocked across a fork
+
+
+USERS_CODE = _UsersCode()
+
+
+def _before_users_fork() -> None:
+    """The ending signals blocked across the fork: one sent to the child at once (a pool terminated
+    right away) waits until the child has the handlers found, instead of reaching gradcheck's."""
+    if USERS_CODE.depth and hasattr(signal, "pthread_sigmask"):
+        USERS_CODE.mask = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+
+
+def _after_users_fork_in_parent() -> None:
+    if USERS_CODE.mask is not None:
+        mask, USERS_CODE.mask = USERS_CODE.mask, None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _users_fork_gets_the_handlers_found() -> None:
+    if USERS_CODE.depth:
+        USERS_CODE.depth = 0
+        for number, previous in USERS_CODE.found.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, previous)
+        _after_users_fork_in_parent()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_users_fork,
+        after_in_parent=_after_users_fork_in_parent,
+        after_in_child=_users_fork_gets_the_handlers_found,
+    )
 
 
 #: Every stream that was ``sys.stdout`` while the user's code ran, kept until the process ends:

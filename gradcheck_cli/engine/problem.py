@@ -10,7 +10,6 @@ same mapping of arrays, which the checkers perturb in place and restore.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import heapq
 import importlib
 import importlib.util
@@ -375,7 +374,9 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
         if adapt is not None:
             returned = adapt(returned, f"{reference}()")
     problem = as_problem(returned, f"{reference}()")
-    return dataclasses.replace(problem, reference=ProblemReference(reference, adapt, directory))
+    # A GradientProblem itself, not dataclasses.replace: a subclass's __init__ may take other arguments.
+    reference = ProblemReference(reference, adapt, directory)
+    return GradientProblem(problem.objective, problem.parameters, problem.gradients, reference)
 
 
 _REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>\w+)$")  # \w: a Unicode name (problème) too

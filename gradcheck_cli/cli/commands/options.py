@@ -248,6 +248,7 @@ def user_problem(reference: str, traceback: bool = False):
     def watched(objective):
         def call(parameters):
             process = os.getpid()
+            output.USERS_CODE.depth += 1
             try:
                 value = objective(parameters)
             except BaseException as error:
@@ -255,6 +256,8 @@ def user_problem(reference: str, traceback: bool = False):
                     _leave_fork(error)
                 raised.append(error)
                 raise
+            finally:
+                output.USERS_CODE.depth -= 1
             if os.getpid() != process:
                 _leave_fork(None)
             return value
