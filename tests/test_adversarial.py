@@ -281,3 +281,19 @@ def test_a_problem_subclass_whose_init_takes_no_arguments_loads(tmp_path, refere
     result = console("check", f"{path}:{reference}", "--json")
     assert result.returncode == 0, result.stderr
     assert one_document(result.stdout)["check"]["verdict"] == "passed"
+
+
+# ------------------------------------------------------------------ item 4: the CPU install line
+
+
+def test_every_install_line_the_library_prints_is_the_suites():
+    """The library's messages name the lines tests/extras.py names; torch's is its CPU build."""
+    import extras
+    from gradcheck_cli.core import installs
+
+    assert extras.INSTALL is installs.INSTALL and extras.TORCH_CPU == installs.TORCH_CPU
+    assert installs.COMMANDS["torch"].endswith("--index-url https://download.pytorch.org/whl/cpu")
+    sources = [ROOT / "gradcheck_cli" / part for part in ("errors", "adapters", "cli")]
+    for source in (path for folder in sources for path in folder.rglob("*.py")):
+        text = source.read_text()
+        assert "pip install -e" not in text and "gradcheck-cli[" not in text, source

@@ -853,7 +853,7 @@ def test_a_plot_suffix_is_checked_before_any_work(monkeypatch, tmp_path):
 def test_without_matplotlib_a_plot_is_one_line_and_no_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an uninstalled package looks like to import
     monkeypatch.setattr(fixtures, "cubic_step_scan", lambda *arguments: pytest.fail("the scan ran"))
-    message = "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+    message = "plotting needs matplotlib, which is not installed: pip install matplotlib (make install installs it, the plot extra)"
     assert_one_line_error(invoke("scan", "--plot", str(tmp_path / "scan.png")), message)
     assert_one_line_error(invoke("taylor", MLP, "--plot", str(tmp_path / "remainder.svg")), message)
     assert list(tmp_path.iterdir()) == []

@@ -661,6 +661,6 @@ def test_the_command_line_executor_without_dask_names_the_install(tmp_path):
     )
     assert (result.returncode, result.stdout) == (EXIT_BAD_INPUT, b"")
     assert one_error_line(result.stderr) == (
-        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed: pip install -e "
-        "'.[dask]' from a clone of gradcheck (or pip install 'gradcheck-cli[dask]')"
+        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed: pip install "
+        "distributed==2026.8.0 (docs/parallel.md)"
     )

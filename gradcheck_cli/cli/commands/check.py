@@ -3,6 +3,7 @@
 import click
 
 from ...core import defaults
+from ...core.installs import COMMANDS
 from ...display import render
 from ...display.progress import ProgressBar
 from ..app import Report, output_options, run, summary
@@ -87,7 +88,7 @@ from .options import (
     "--executor",
     metavar="dask://HOST:PORT",
     help="Probe the coordinates on the workers of the dask.distributed scheduler at HOST:PORT instead "
-    "(pip install -e '.[dask]'), each of which loads PROBLEM again from the same path; not "
+    f"({COMMANDS['distributed']}), each of which loads PROBLEM again from the same path; not "
     "with --jobs. Worth it for an objective of seconds a call: see docs/parallel.md.",
 )
 @click.option(

@@ -14,6 +14,7 @@ import time
 from typing import NamedTuple
 
 from ...core.blame import exception_line
+from ...core.installs import INSTALL
 from ...errors.command_line import CommandLineError, ExecutorUnavailable
 
 __all__ = ["CONNECT_SECONDS", "Scheduler", "executor_address", "dask_executor"]
@@ -126,10 +127,7 @@ def dask_executor(scheduler: Scheduler | None):
     try:
         from distributed import Client
     except ImportError:
-        problem = (
-            "dask.distributed is not installed: pip install -e '.[dask]' from a clone of gradcheck "
-            "(or pip install 'gradcheck-cli[dask]')"
-        )
+        problem = f"dask.distributed is not installed: {INSTALL['distributed']}"
         raise ExecutorUnavailable(address=scheduler.given, problem=problem) from None
     answered = what_answered(scheduler)
     if answered is not None:
