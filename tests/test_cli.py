@@ -744,6 +744,7 @@ QUADRATIC_MODULES = {
     "gradcheck_cli.errors.requests",
     "gradcheck_cli.engine.estimator",
     "gradcheck_cli.core.formatting",
+    "gradcheck_cli.core.installs",
     "gradcheck_cli.display.output",
     "gradcheck_cli.display.ownership",
     "gradcheck_cli.core.record",

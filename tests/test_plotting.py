@@ -203,7 +203,7 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
         scan_figure(records)
     assert (
         str(caught.value)
-        == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+        == "plotting needs matplotlib, which is not installed: pip install matplotlib (make install installs it, the plot extra)"
     )
     with pytest.raises(PlottingUnavailable):
         taylor_figure(taylor_result)
