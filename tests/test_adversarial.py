@@ -297,3 +297,11 @@ def test_every_install_line_the_library_prints_is_the_suites():
     for source in (path for folder in sources for path in folder.rglob("*.py")):
         text = source.read_text()
         assert "pip install -e" not in text and "gradcheck-cli[" not in text, source
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_an_objective_with_a_spawn_or_forkserver_pool_works(tmp_path, method):
+    path = problem_file(tmp_path, CHOICES + f"\ndef {method}_pool():\n    return pooled({method!r})\n")
+    result = console("check", f"{path}:{method}_pool", "--samples", "1", "--json", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert one_document(result.stdout)["check"]["verdict"] == "passed"

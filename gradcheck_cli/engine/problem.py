@@ -48,6 +48,7 @@ from ..errors import (
     UnknownParameter,
 )
 from .blocks import FlatBlocks, block_bounds
+from .loaded import remember
 from .tensors import byte_bounds as _byte_bounds
 from .tensors import parameter_and_gradient
 
@@ -424,8 +425,10 @@ def _load_file(source: str, path: Path):
     if spec is None or spec.loader is None:
         raise ProblemImportFailed(source=source, error="not a Python source file")
     module = importlib.util.module_from_spec(spec)
-    # Registered before running, as an import would be: dataclasses and pickle look modules up by name.
+    # Registered before running, as an import would be: dataclasses and pickle look modules up by name;
+    # and named to the processes its code starts, which find it by that name (engine/loaded.py).
     sys.modules[module_name] = module
+    remember(module_name, str(path.resolve()))
     try:
         spec.loader.exec_module(module)
     except KeyboardInterrupt:
