@@ -305,3 +305,66 @@ def test_an_objective_with_a_spawn_or_forkserver_pool_works(tmp_path, method):
     result = console("check", f"{path}:{method}_pool", "--samples", "1", "--json", timeout=120)
     assert result.returncode == 0, result.stderr
     assert one_document(result.stdout)["check"]["verdict"] == "passed"
+
+
+# ------------------------------------------------------------------ item 5: a long run announces itself
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_long_check_announces_itself_then_reports_at_most_every_ten_seconds(monkeypatch):
+    import io
+
+    from gradcheck_cli.display import progress
+
+    monkeypatch.delenv(progress.ANNOUNCE_VARIABLE, raising=False)
+    clock, stream = _Clock(), io.StringIO()
+    bar = progress.ProgressBar("checking coordinates", stream=stream, clock=clock)
+    bar(0, 1000)
+    for done in range(10, 1000, 10):  # 1 s for 10 coordinates: 100 s in all, 10× the threshold
+        clock.now += 1.0
+        bar(done, 1000)
+    lines = stream.getvalue().splitlines()
+    assert (
+        lines[0] == "checking coordinates: 1000 coordinates to probe, 2000 evaluations of f at least: about 99 s left"
+    )
+    assert lines[1] == "checking coordinates: 110 of 1000 coordinates probed: about 89 s left"
+    assert len(lines) == 10  # the announcement at 1 s, then one line every 10 s until 91 s
+
+
+def test_a_short_check_says_nothing(monkeypatch):
+    import io
+
+    from gradcheck_cli.display import progress
+
+    monkeypatch.delenv(progress.ANNOUNCE_VARIABLE, raising=False)
+    clock, stream = _Clock(), io.StringIO()
+    bar = progress.ProgressBar("checking coordinates", stream=stream, clock=clock)
+    for done in range(0, 1001, 100):  # 0.9 s in all
+        bar(done, 1000)
+        clock.now += 0.09
+    assert stream.getvalue() == ""
+
+
+def test_the_console_announces_a_long_check_on_a_stderr_that_is_not_a_terminal(tmp_path):
+    body = """
+def slow():
+    def objective(parameters):
+        time.sleep(0.0005)
+        return squares(parameters)
+    w = np.linspace(-1.0, 1.0, 200)
+    return GradientProblem(objective, {"w": w}, {"w": 2 * w})
+"""
+    path = problem_file(tmp_path, body)
+    result = console("check", f"{path}:slow", "--samples", "all", "--json", env={"GRADCHECK_ANNOUNCE_SECONDS": "0"})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("checking coordinates: 200 coordinates to probe, 400 evaluations of f at least: ")
+    assert one_document(result.stdout)["check"]["checked"] == 200
+    quiet = console("check", f"{path}:slow", "--samples", "all", "--json")
+    assert quiet.stderr == "" and quiet.stdout == result.stdout

@@ -898,13 +898,17 @@ def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
     assert stream.getvalue().endswith("\x1b[2K")  # transient: the bar's line is erased at the end
 
 
-def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal():
+def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal(monkeypatch):
+    # A 50 s check: no bar (no escape, no carriage return), plain lines instead (issue 30).
+    monkeypatch.delenv("GRADCHECK_ANNOUNCE_SECONDS", raising=False)
     clock, stream = Clock(), io.StringIO()
     with ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
         for done in range(11):
             clock.now += 5.0
             progress(done, 10)
-    assert stream.getvalue() == ""
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("checking coordinates: 10 coordinates to probe") and len(lines) == 5
+    assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
 
 
 def test_a_check_on_a_non_terminal_prints_nothing_on_stderr():
@@ -944,7 +948,13 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child pr
 def _slow_check(tmp_path, stderr):
     started = tmp_path / "started"
     path = write_problem(tmp_path, SLOW_PROBLEM.format(started=str(started)), "slow.py")
-    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "100"}
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "TERM": "xterm",
+        "COLUMNS": "100",
+        "GRADCHECK_ANNOUNCE_SECONDS": "inf",
+    }  # Ctrl-C's line alone
     command = [sys.executable, "-m", "gradcheck_cli", "check", f"{path}:slow", "--samples", "all"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr)
     return process, started
