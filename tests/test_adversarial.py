@@ -368,3 +368,12 @@ def slow():
     assert one_document(result.stdout)["check"]["checked"] == 200
     quiet = console("check", f"{path}:slow", "--samples", "all", "--json")
     assert quiet.stderr == "" and quiet.stdout == result.stdout
+
+
+@needs("matplotlib")
+def test_a_plot_file_name_comes_out_escaped(tmp_path):
+    target = tmp_path / "plot\x1b[31m\u202e.svg"
+    result = console("scan", "--plot", str(target))
+    assert result.returncode == 0, result.stderr
+    assert target.exists() and "plot\\x1b[31m\\u202e.svg" in result.stderr
+    assert not any(raw in result.stderr for raw in RAW), repr(result.stderr)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import click
 
 from ...core.blame import exception_line, raised_in_users_code, raised_in_worker, user_location, user_traceback
+from ...core.formatting import escaped
 from ...display import output
 from ...errors import (
     AtCoordinate,
@@ -491,4 +492,4 @@ def draw_plot(draw, path, *arguments, **keywords) -> None:
     except OSError as error:
         problem = f"cannot be written: {error.strerror or error}"
         raise InputFileError(option="--plot", path=path.shown, problem=problem) from None
-    click.echo(f"wrote {path.shown}", err=True)
+    output.write_line(f"wrote {escaped(path.shown)}")
