@@ -268,13 +268,21 @@ def coordinate_counts(check) -> dict:
     return {"checked": len(check.checks), "size": size, **counts, "directional": check.directional.verdict}
 
 
+def reached_labels(case) -> tuple:
+    """The report's names of the checks a case's bug reaches: at order n > 1 each input's check of
+    the n-th derivative, labelled by its path (``inputs[0] (rev∘rev)``); at order 1 the names."""
+    if case.order == 1:
+        return tuple(case.reaches)
+    return tuple(f"{name} ({'∘'.join(['rev'] * case.order)})" for name in case.reaches)
+
+
 def classify(case, report) -> str:
     """right / misleading / unexplained / wrong, for a bug's report (module docstring)."""
     diagnoses = [check.diagnosis for check in report.parameters if check.diagnosis is not None]
     diagnoses += [report.diagnosis] if report.diagnosis is not None else []
     if any(d.kind in SPECIFIC_KINDS and d.kind not in case.kinds for d in diagnoses):
         return "misleading"
-    reached = [report.parameter(name).diagnosis for name in case.reaches]
+    reached = [report.parameter(name).diagnosis for name in reached_labels(case)]
     if case.kinds and all(d is not None and d.kind in case.kinds for d in reached):
         factors_right = case.factor is None or all(
             d.kind not in ("scale", "sign") or d.factor == case.factor for d in reached
@@ -330,9 +338,10 @@ def run(item: Run) -> dict:
         "peer": peer,
     }
     if item.buggy:
-        record["reached_parameters_passed"] = [name for name in case.reaches if verdicts[name] == "passed"]
+        reached = reached_labels(case)
+        record["reached_parameters_passed"] = [name for name in reached if verdicts[name] == "passed"]
         record["unreached_parameters_failed"] = [
-            name for name, verdict in verdicts.items() if name not in case.reaches and verdict == "failed"
+            name for name, verdict in verdicts.items() if name not in reached and verdict == "failed"
         ]
         record["diagnosis"] = classify(case, report)
     return record

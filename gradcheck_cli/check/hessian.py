@@ -4,7 +4,8 @@ A Newton or trust-region method (scipy's ``hessp``) needs ``hvp(v) = H·v``.
 The numerical side is (∇f(θ + Δ₊) − ∇f(θ − Δ₋)) / 2mh from the user's own
 gradient at the actual probes θ ± m·h·v rounded into each parameter's dtype,
 the analytic side ``hvp(w)`` with w = (Δ₊ + Δ₋) / 2mh, the direction the
-probes actually took; every component is judged with its own rounding bar
+probes actually took; every component is judged with its own rounding bar (at the
+scale of its parameter's largest gradient value)
 by the verdict rules of check_gradients (:mod:`gradcheck_cli.verdict.rules`). The
 rules are in docs/method.md ("Second order").
 """
@@ -327,13 +328,18 @@ def _gradient_at(gradient, parameters, origins, points: Mapping) -> Mapping:
 
 
 def _estimate(probe, flat: int, reading: _Reading, multiplier: float) -> JudgedEstimate:
-    """Component ``flat``'s estimate at m: the values' rounding ε·|g| divided by the spacing 2mh, as a derivative."""
+    """Component ``flat``'s estimate at m: the values' rounding ε·|g| divided by the spacing 2mh, as a derivative.
+
+    |g| is the parameter's largest gradient value, not the component's own: a gradient is sums of
+    products, and a small component that cancels its terms carries their rounding, which the
+    largest component bounds from below (a float32 A·θ's smallest component failed without it)."""
     analytic, numerical, largest = probe[:3]
+    peak = max(float(np.max(largest, initial=0.0)), float(np.max(np.abs(reading.center), initial=0.0)))
     return estimate_columns(
         multiplier,
         [float(analytic.flat[flat])],
         [float(numerical.flat[flat])],
-        largest_value=max(float(largest.flat[flat]), abs(float(reading.center.flat[flat]))),
+        largest_value=peak,
         epsilons=reading.epsilon,
         jitter=0.0,
         gain=1.0 / (multiplier * reading.h),
