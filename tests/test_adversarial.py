@@ -377,3 +377,23 @@ def test_a_plot_file_name_comes_out_escaped(tmp_path):
     assert result.returncode == 0, result.stderr
     assert target.exists() and "plot\\x1b[31m\\u202e.svg" in result.stderr
     assert not any(raw in result.stderr for raw in RAW), repr(result.stderr)
+
+
+def test_on_a_terminal_the_bar_goes_on_pulsing_after_the_first_pass():
+    """The bar never sits at its end while the confirmations and the directional test run."""
+    import io
+
+    from gradcheck_cli.display import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    clock = _Clock()
+    with progress.ProgressBar("checking coordinates", stream=Terminal(), clock=clock) as bar:
+        clock.now += 5.0
+        bar(5, 10)
+        assert bar.bar.tasks[0].total == 10
+        bar(10, 10)
+        task = bar.bar.tasks[-1]
+        assert task.total is None and task.description == f"checking coordinates: {progress.AFTER}"

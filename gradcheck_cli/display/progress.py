@@ -14,6 +14,8 @@ ANNOUNCE_SECONDS = 10.0
 ANNOUNCE_VARIABLE = "GRADCHECK_ANNOUNCE_SECONDS"
 #: Then a progress line at most this often (seconds).
 REPORT_INTERVAL = 10.0
+#: What the bar says, pulsing, once every coordinate is probed and the check goes on.
+AFTER = "confirming the coordinates and the directions"
 
 
 class ProgressBar:
@@ -46,7 +48,11 @@ class ProgressBar:
             if self.clock() - self.started < self.delay:
                 return
             self._start(done, total)
-        self.bar.update(self.task, completed=done, total=total)
+        if done < total:
+            self.bar.update(self.task, completed=done, total=total)
+        elif self.bar.tasks[-1].total is not None:  # the confirmations and the directions follow, uncounted
+            self.bar.remove_task(self.task)
+            self.task = self.bar.add_task(f"{self.description}: {AFTER}", total=None)
 
     def _announce(self, done: int, total: int) -> None:
         """On a stderr that is not a terminal, a long check's lines: once its probing is estimated to take
