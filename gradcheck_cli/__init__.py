@@ -6,9 +6,16 @@ deterministic tensor coordinates, typed errors, and exact restoration of
 every perturbed value (chapter 13 of the course, in Python, bit for bit).
 """
 
+import os as _os
+
 from . import errors
 
 __version__ = "0.1.0"
+
+if "GRADCHECK_PROBLEM_FILES" in _os.environ:  # a process a problem's code started: engine/loaded.py
+    from .engine.loaded import find_loaded_files
+
+    find_loaded_files()
 
 _ESTIMATOR_NAMES = (
     "CentralDifference",

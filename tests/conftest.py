@@ -27,6 +27,14 @@ for _name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGQUIT"):
 
 
 @pytest.fixture(autouse=True)
+def _problem_files_forgotten():
+    """A problem file a test loaded in this process is not named to the processes later tests start
+    (engine/loaded.py), whose start-up would then differ."""
+    yield
+    os.environ.pop("GRADCHECK_PROBLEM_FILES", None)
+
+
+@pytest.fixture(autouse=True)
 def _json_documents_follow_their_schemas(monkeypatch):
     """Every JSON document the test makes gradcheck write must follow its schema (json_documents.py)."""
     recorder = json_documents.Recorder()

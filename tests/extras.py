@@ -11,18 +11,9 @@ import importlib.util
 
 import pytest
 
-TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+from gradcheck_cli.core.installs import INSTALL, TORCH_CPU  # the library's messages name the same lines
 
-#: What to run to get each optional module, as CI installs it.
-INSTALL = {
-    "torch": f"{TORCH_CPU} (its CPU build; docs/torch.md)",
-    "expecttest": "pip install expecttest (torch's OpInfo database imports it)",
-    "jax": "pip install jax==0.6.2 (the CPU build, jaxlib with it; docs/jax.md)",
-    "distributed": "pip install distributed==2026.8.0 (docs/parallel.md)",
-    "ml_dtypes": "pip install ml_dtypes (make install installs it, the bfloat16 extra)",
-    "matplotlib": "pip install matplotlib (make install installs it, the plot extra)",
-    "scipy": "pip install scipy (jax installs it)",
-}
+__all__ = ["INSTALL", "TORCH_CPU", "reason", "installed", "require", "needs", "with_module", "bfloat16"]
 
 
 def reason(module: str) -> str:

@@ -871,7 +871,7 @@ def test_a_plot_suffix_is_checked_before_any_work(monkeypatch, tmp_path):
 def test_without_matplotlib_a_plot_is_one_line_and_no_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an uninstalled package looks like to import
     monkeypatch.setattr(fixtures, "cubic_step_scan", lambda *arguments: pytest.fail("the scan ran"))
-    message = "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+    message = "plotting needs matplotlib, which is not installed: pip install matplotlib (make install installs it, the plot extra)"
     assert_one_line_error(invoke("scan", "--plot", str(tmp_path / "scan.png")), message)
     assert_one_line_error(invoke("taylor", MLP, "--plot", str(tmp_path / "remainder.svg")), message)
     assert list(tmp_path.iterdir()) == []
@@ -916,13 +916,17 @@ def test_the_progress_bar_waits_for_the_delay_then_draws_and_removes_itself():
     assert stream.getvalue().endswith("\x1b[2K")  # transient: the bar's line is erased at the end
 
 
-def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal():
+def test_the_progress_bar_never_draws_when_stderr_is_not_a_terminal(monkeypatch):
+    # A 50 s check: no bar (no escape, no carriage return), plain lines instead (issue 30).
+    monkeypatch.delenv("GRADCHECK_ANNOUNCE_SECONDS", raising=False)
     clock, stream = Clock(), io.StringIO()
     with ProgressBar("checking coordinates", stream, delay=0.0, clock=clock) as progress:
         for done in range(11):
             clock.now += 5.0
             progress(done, 10)
-    assert stream.getvalue() == ""
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("checking coordinates: 10 coordinates to probe") and len(lines) == 5
+    assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
 
 
 def test_a_check_on_a_non_terminal_prints_nothing_on_stderr():
@@ -962,7 +966,13 @@ posix_only = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child pr
 def _slow_check(tmp_path, stderr):
     started = tmp_path / "started"
     path = write_problem(tmp_path, SLOW_PROBLEM.format(started=str(started)), "slow.py")
-    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "100"}
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "TERM": "xterm",
+        "COLUMNS": "100",
+        "GRADCHECK_ANNOUNCE_SECONDS": "inf",
+    }  # Ctrl-C's line alone
     command = [sys.executable, "-m", "gradcheck_cli", "check", f"{path}:slow", "--samples", "all"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr)
     return process, started

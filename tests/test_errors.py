@@ -1,5 +1,6 @@
 """Typed errors: every class has the chapter's message, fields, and a JSON-ready to_dict()."""
 
+import functools
 import json
 import math
 import pickle
@@ -8,6 +9,7 @@ import pytest
 
 import gradcheck_cli
 from gradcheck_cli import errors
+from gradcheck_cli.core.installs import COMMANDS
 from gradcheck_cli.errors import GradCheckError
 from gradcheck_cli.errors import command_line as cli_errors
 
@@ -98,7 +100,7 @@ EXAMPLES = [
     (errors.ZeroDirection(norm=0.0), "Taylor-test direction norm 0.0 must be positive and finite"),
     (
         errors.PlottingUnavailable(),
-        "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)",
+        "plotting needs matplotlib, which is not installed: pip install matplotlib (make install installs it, the plot extra)",
     ),
     (errors.UnsupportedPlotFormat(path="scan.pdf"), "plot file 'scan.pdf' must end in .png or .svg"),
     (
@@ -194,8 +196,8 @@ EXAMPLES = [
     ),
     (
         errors.TorchUnavailable(),
-        "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
-        "gradcheck (or pip install 'gradcheck-cli[torch]')",
+        "gradcheck_cli.torch needs torch, which is not installed: pip install torch==2.13.0 --index-url "
+        "https://download.pytorch.org/whl/cpu (its CPU build; docs/torch.md)",
     ),
     (
         errors.UnsupportedDevice(tensor="inputs[0]", device="cuda:0"),
@@ -216,8 +218,8 @@ EXAMPLES = [
     ),
     (
         errors.JaxUnavailable(),
-        "gradcheck_cli.jax needs jax, which is not installed: pip install -e '.[jax]' from a clone of "
-        "gradcheck (or pip install 'gradcheck-cli[jax]'; the CPU jax is enough)",
+        "gradcheck_cli.jax needs jax, which is not installed: pip install jax==0.6.2 (the CPU build, jaxlib "
+        "with it; docs/jax.md)",
     ),
     (
         errors.X64Disabled(input="params['w']", dtype="float64"),
@@ -381,7 +383,9 @@ def test_library_messages_name_parameters_and_the_command_line_adds_its_flags():
         for error, message in EXAMPLES
         if type(error).__module__.startswith("gradcheck_cli.errors") and type(error).__module__ != command_line.__name__
     ]
-    assert library and not [message for _, message in library if " --" in message or "(--" in message]
+    # An install command's own options (pip's --index-url) are not gradcheck's flags.
+    bare = [functools.reduce(lambda text, line: text.replace(line, ""), COMMANDS.values(), m) for _, m in library]
+    assert library and not [message for message in bare if " --" in message or "(--" in message]
     died = errors.WorkerDied(jobs=4, problem="was killed by signal SIGSEGV")
     assert str(died).endswith("check with jobs=1 to see the failure in this process")
     assert in_flags(died).endswith("check with jobs=1 (--jobs 1) to see the failure in this process")

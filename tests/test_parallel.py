@@ -640,6 +640,13 @@ def test_the_command_line_executor_prints_the_json_of_jobs_1(client):
         ),
         (["--executor", "tcp://127.0.0.1:8786"], "--executor must be dask://HOST:PORT, got 'tcp://127.0.0.1:8786'"),
         (["--executor", "dask://127.0.0.1"], "--executor must be dask://HOST:PORT, got 'dask://127.0.0.1'"),
+        (["--executor", "dask://[::1"], "--executor must be dask://HOST:PORT, got 'dask://[::1'"),
+        (["--executor", "dask://[::1]x:1"], "--executor must be dask://HOST:PORT, got 'dask://[::1]x:1'"),
+        (["--executor", "dask://[nohost]:1"], "--executor must be dask://HOST:PORT, got 'dask://[nohost]:1'"),
+        (["--executor", "dask://host:0"], "--executor must be dask://HOST:PORT, got 'dask://host:0'"),
+        (["--executor", "dask://host:65536"], "--executor must be dask://HOST:PORT, got 'dask://host:65536'"),
+        (["--executor", "dask://host:８"], "--executor must be dask://HOST:PORT, got 'dask://host:８'"),
+        (["--executor", "dask://ho st:1"], "--executor must be dask://HOST:PORT, got 'dask://ho st:1'"),
     ],
 )
 def test_the_command_line_refuses_a_malformed_executor_before_loading_the_problem(problems, arguments, message):
@@ -654,6 +661,6 @@ def test_the_command_line_executor_without_dask_names_the_install(tmp_path):
     )
     assert (result.returncode, result.stdout) == (EXIT_BAD_INPUT, b"")
     assert one_error_line(result.stderr) == (
-        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed: pip install -e "
-        "'.[dask]' from a clone of gradcheck (or pip install 'gradcheck-cli[dask]')"
+        "--executor dask://127.0.0.1:8786 cannot be used: dask.distributed is not installed: pip install "
+        "distributed==2026.8.0 (docs/parallel.md)"
     )

@@ -7,6 +7,7 @@ chunk) or SVG (parses as XML with an <svg> root).
 """
 
 import math
+import os
 import struct
 import subprocess
 import sys
@@ -202,7 +203,7 @@ def test_missing_matplotlib_is_a_typed_error(monkeypatch, records, taylor_result
         scan_figure(records)
     assert (
         str(caught.value)
-        == "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+        == "plotting needs matplotlib, which is not installed: pip install matplotlib (make install installs it, the plot extra)"
     )
     with pytest.raises(PlottingUnavailable):
         taylor_figure(taylor_result)
@@ -260,3 +261,33 @@ def test_scan_text_chart_marks_the_advised_step(records, advice):
 def test_taylor_text_chart(taylor_result):
     chart = taylor_text_chart(taylor_result)
     assert chart.count("◆") == taylor_result.fit_points
+
+
+@needs_matplotlib
+@pytest.mark.parametrize("earlier", [None, b"an earlier plot"])
+def test_a_plot_that_fails_midway_leaves_no_partial_file(tmp_path, monkeypatch, records, earlier):
+    """Issue 30: a full disk mid-write leaves no partial file, and an earlier plot as it was."""
+    from matplotlib.figure import Figure
+
+    def half_then_full(figure, file, **keywords):
+        file.write(b"\x89PNG half a plot")
+        raise OSError(28, "No space left on device")
+
+    path = tmp_path / "scan.png"
+    if earlier is not None:
+        path.write_bytes(earlier)
+    monkeypatch.setattr(Figure, "savefig", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        plot_scan(records, path)
+    assert [entry.name for entry in tmp_path.iterdir()] == ([] if earlier is None else ["scan.png"])
+    if earlier is not None:
+        assert path.read_bytes() == earlier
+
+
+@needs_matplotlib
+def test_a_plot_gets_the_permissions_of_a_new_file(tmp_path, records):
+    path = tmp_path / "scan.svg"
+    plot_scan(records, path)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask

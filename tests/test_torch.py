@@ -573,8 +573,8 @@ def test_without_torch_the_package_and_the_cli_work_and_the_adapter_says_how_to_
     lines = result.stdout.splitlines()
     assert lines[:2] == [
         "TorchUnavailable True",
-        "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' from a clone of "
-        "gradcheck (or pip install 'gradcheck-cli[torch]')",
+        "gradcheck_cli.torch needs torch, which is not installed: pip install torch==2.13.0 --index-url "
+        "https://download.pytorch.org/whl/cpu (its CPU build; docs/torch.md)",
     ]
     assert result.returncode == 0 and len(lines) > 2, result.stderr
 

@@ -343,26 +343,30 @@ class GradcheckGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        if args is None and standalone_mode:  # the process's own command line, which it ends with
+        own_process = args is None and standalone_mode  # not a caller's main(args) nor CliRunner's
+        if own_process:
             _exempt_from_collection()
         words = list(sys.argv[1:] if args is None else args)
         with output.ending_signals(after=output.ignored if standalone_mode else None):
-            status = self._main(words, prog_name, complete_var, **extra)
+            status = self._main(words, prog_name, complete_var, own_process, **extra)
         if standalone_mode:
             sys.exit(status)
         return status
 
-    def _main(self, words, prog_name, complete_var, **extra) -> int:
+    def _main(self, words, prog_name, complete_var, own_process=False, **extra) -> int:
         for stream in (sys.stdout, sys.stderr):
             output.spell_unencodable_in_ascii(stream)
-        stdout = sys.stdout
+        own_process = own_process and sys.stdout is not None  # then stdout is gradcheck's until the process ends
+        stdout = output.take_stdout() if own_process else sys.stdout
         if stdout is None:  # `gradcheck ... >&-`: nowhere to put the results, so do no work
             return _report_output_failure(output.StdoutUnavailable(0, "stdout is closed"))
-        sys.stdout = held = output.HeldStdout(stdout)
+        after, sys.stdout = sys.stdout, output.HeldStdout(stdout)
+        held = output.outlive(sys.stdout) if own_process else sys.stdout
         try:
             status = self._invoke(words, prog_name, complete_var, **extra)
         finally:
-            sys.stdout = stdout
+            sys.stdout = after
+        output.leave_if_forked(status)
         if status == EXIT_INTERNAL_ERROR or status in {128 + number for number in output.ENDING_SIGNALS}:
             return status  # a defect or a signal: whatever was held is not a result
         return deliver(held.getvalue(), stdout, status)
@@ -388,9 +392,7 @@ def _exempt_from_collection() -> None:
     The interpreter's exit runs full collections that walk every such object: about a tenth of
     ``gradcheck quadratic``'s time (docs/performance.md §1). Whatever the command makes, the user's
     problem and its objects included, is made later and collected as before. Only for a process that
-    runs its own command line and then exits (the console script, ``python -m gradcheck_cli``), never
-    for a caller's ``main(args)`` or click's CliRunner, whose process goes on.
-    """
+    runs its own command line and then exits (the console script, ``python -m gradcheck_cli``)."""
     freeze = getattr(gc, "freeze", None)  # CPython's
     if freeze is not None:
         freeze()

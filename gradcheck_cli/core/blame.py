@@ -6,6 +6,8 @@ code that raised, and check/parallel.py carries it across processes (``RAISED_IN
 
 import os
 
+from .formatting import escaped
+
 __all__ = [
     "RAISED_IN_WORKER",
     "exception_line",
@@ -59,15 +61,16 @@ def user_location(error: BaseException) -> str:
     frame = frames[-1]
     path = os.path.abspath(frame.filename)
     shown = os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
-    return f" (at {shown}:{frame.lineno} in {frame.name})"
+    return f" (at {escaped(shown)}:{frame.lineno} in {escaped(frame.name)})"
 
 
 def user_traceback(error: BaseException) -> str:
     """The user's frames of ``error`` in Python's traceback form, then its one line."""
     import traceback
 
-    frames = traceback.format_list(user_frames(error))
-    return "Traceback of your code (most recent call last):\n" + "".join(frames) + exception_line(error) + "\n"
+    lines = "".join(traceback.format_list(user_frames(error))).splitlines()
+    frames = "".join(escaped(line) + "\n" for line in lines)
+    return "Traceback of your code (most recent call last):\n" + frames + exception_line(error) + "\n"
 
 
 #: The attribute that carries, on an exception the objective raised in a worker process (jobs ≥ 2),
@@ -83,9 +86,11 @@ def raised_in_worker(error: BaseException):
 
 
 def exception_line(error: BaseException) -> str:
-    """``Name: message`` of any exception on one line; its name alone if it has no message."""
+    """``Name: message`` of any exception on one line, every character that is not printable escaped
+    (:func:`escaped`); its name alone if it has no message."""
     try:
-        text = " ".join(str(error).split())
+        text = " ".join(escaped(word) for word in str(error).replace("\t", " ").replace("\n", " ").split(" ") if word)
     except Exception:  # an exception whose __str__ raises still has a name
         text = ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    name = escaped(type(error).__name__)
+    return f"{name}: {text}" if text else name

@@ -9,7 +9,7 @@ closest format with Rust's spelling of exponents and non-finite values.
 
 import math
 
-__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list", "short_repr", "did_you_mean"]
+__all__ = ["rust_debug", "rust_exp", "rust_fixed", "rust_list", "short_repr", "did_you_mean", "escaped", "shown_name"]
 
 
 def _non_finite(value: float) -> str:
@@ -109,3 +109,29 @@ def did_you_mean(word: str, candidates) -> str:
 
     close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.7)
     return " (did you mean " + " or ".join(repr(name) for name in close) + "?)" if close else ""
+
+
+def escaped(text: str) -> str:
+    """``text`` with every character that is not printable spelt as its Python escape: control
+    characters (``\\x1b``, ``\\r``, ``\\x00``), bidi controls (``\\u202e``), zero-width characters
+    (``\\u200b``), line and paragraph separators. What the user's code supplies (an exception's
+    message and type, a file or function name, an address) is printed through it: it cannot move the
+    cursor, recolour a log, reverse a line or hide a character."""
+    if text.isprintable():
+        return text
+    return "".join(each if each.isprintable() else each.encode("unicode_escape").decode("ascii") for each in text)
+
+
+#: The characters that delimit the fields of the text format (``key=value`` pairs, lists, quotes):
+#: a name that holds one is quoted.
+_FIELD_MARKS = frozenset("=:,\"'\\[](){}<>#")
+
+
+def shown_name(name: str) -> str:
+    """A name (a parameter's) as text shows it: as given when it is one printable word, else its repr
+    with ``=`` spelt ``\\x3d`` (``'a b'``, ``'a\\nb'``, ``'x\\x3d1'``: each still a Python string of
+    the name), so that it can be read neither as another line nor as a ``key=value`` field, and sends
+    no terminal escapes."""
+    if name and name.isprintable() and not any(each.isspace() or each in _FIELD_MARKS for each in name):
+        return name
+    return repr(name).replace("=", "\\x3d")

@@ -18,15 +18,29 @@ import math
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
+from ..core.formatting import escaped
 from ..core.record import Record, json_fields, json_ready
+from .ownership import (
+    ENDING_SIGNALS,
+    STDERR,
+    USERS_CODE,
+    StderrView,
+    in_another_process,
+    leave_if_forked,
+    outlive,
+    results_stream,
+    take_stdout,
+)
 
 __all__ = [
     "STREAM_THRESHOLD",
     "ENDING_SIGNALS",
     "Interrupted",
     "ending_signals",
+    "USERS_CODE",
     "ignored",
     "HeldStdout",
     "gathered",
@@ -45,13 +59,12 @@ __all__ = [
     "write_line",
     "silence",
     "terminal_columns",
+    "StderrView",
+    "take_stdout",
+    "in_another_process",
+    "leave_if_forked",
+    "outlive",
 ]
-
-#: The signals that end a run as Ctrl-C does, where the platform has them (number → name): exit
-#: status 128 + N (cli.exit_status).
-ENDING_SIGNALS = {
-    int(getattr(signal, name)): name for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
-}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -103,6 +116,7 @@ def ending_signals(after=None):
             signal.signal(number, interrupt)
     except ValueError:  # not the main thread, where only the interpreter's own handlers run
         handled = {}
+    USERS_CODE.found = {**handled, **USERS_CODE.found}
     try:
         yield
     finally:
@@ -114,12 +128,20 @@ class HeldStdout(io.StringIO):
     """``sys.stdout`` while a command runs: everything it gets is held, then written once, whole.
 
     It answers ``isatty()`` and ``encoding`` for the real stdout, so tables
-    still get a terminal's width and colour.
+    still get a terminal's width and colour. Only the thread that made it is
+    gradcheck's: what another thread prints (the user's, still running after
+    the problem returned) goes to stderr.
     """
 
     def __init__(self, stream):
         super().__init__()
         self.stream = stream
+        self.owner = threading.get_ident()
+
+    def write(self, text):
+        if threading.get_ident() != self.owner:
+            return STDERR.write(text)
+        return super().write(text)
 
     @property
     def encoding(self):
@@ -392,8 +414,9 @@ def spell_unencodable_in_ascii(stream) -> None:
 
 
 def error_line(error, message: str = None) -> str:
-    """The one-line message for a rejected request (click's ``Error:`` prefix)."""
-    return "Error: " + " ".join((str(error) if message is None else message).splitlines())
+    """The one-line message for a rejected request (click's ``Error:`` prefix), every character that is
+    not printable escaped (:func:`escaped`): an address or a file name cannot send terminal escapes."""
+    return "Error: " + escaped(" ".join((str(error) if message is None else message).splitlines()))
 
 
 def write_error(error, output_format: str, stdout=None, stderr=None, message: str = None) -> None:
@@ -445,7 +468,7 @@ def silence(stream) -> None:
 def terminal_columns(fallback: int = 80) -> int:
     """``shutil.get_terminal_size((fallback, 24)).columns`` without importing shutil, which loads zlib, bz2
     and lzma (4 ms of every ``gradcheck --help``): a positive $COLUMNS, else the width of the terminal
-    on ``sys.__stdout__``, else ``fallback``."""
+    on stdout (the results' descriptor once :func:`take_stdout` took it), else ``fallback``."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -453,6 +476,8 @@ def terminal_columns(fallback: int = 80) -> int:
     if columns > 0:
         return columns
     try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or fallback
+        results = results_stream()
+        descriptor = sys.__stdout__.fileno() if results is None else results.fileno()
+        return os.get_terminal_size(descriptor).columns or fallback
     except (AttributeError, ValueError, OSError):  # no stdout, a closed one, or no terminal
         return fallback

@@ -16,7 +16,9 @@ Every displayed step is the REQUESTED step, as in the chapter's scan; the
 estimates behind the points use the actual probes.
 """
 
+import contextlib
 import math
+import os
 from pathlib import Path
 
 from ..errors import PlottingUnavailable, UnsupportedPlotFormat
@@ -70,14 +72,34 @@ def _new_figure(size=(7.0, 4.5)):
 
 
 def save_figure(figure, path) -> str:
-    """Write ``figure`` to ``path`` in the format its suffix names; returns the format."""
+    """Write ``figure`` to ``path`` in the format its suffix names, atomically: into a temporary file
+    beside it, then renamed over it, so that a failure (a full disk) leaves no partial file and an
+    earlier ``path`` as it was; returns the format."""
+    import tempfile
+
     file_format = plot_format(path)
     import matplotlib
 
     metadata = {"Date": None} if file_format == "svg" else {}
-    with matplotlib.rc_context({"svg.hashsalt": "gradcheck", "svg.fonttype": "path"}):
-        figure.savefig(path, format=file_format, metadata=metadata, dpi=120)
+    directory, name = os.path.split(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+    try:
+        settings = {"svg.hashsalt": "gradcheck", "svg.fonttype": "path"}
+        with os.fdopen(descriptor, "wb") as file, matplotlib.rc_context(settings):
+            figure.savefig(file, format=file_format, metadata=metadata, dpi=120)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp's file is the owner's alone; a plot is not
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     return file_format
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _positive(xs, ys):

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
-from ..core.formatting import rust_debug, rust_list
+from ..core.formatting import rust_debug, rust_list, shown_name
 from ..errors.command_line import in_flags
 from ..verdict.words import DEFAULT_STEP, FAILED, check_summary, coordinate_verdict, diagnosis_text, kink_tolerance_text
 from .chapter_lines import (
@@ -463,15 +463,9 @@ def taylor(result, verbose: bool = False) -> Section:
     return Section("taylor", result, lambda: _taylor_lines(shown, verbose), lambda: _tables().taylor(shown))
 
 
-def shown_name(name: str) -> str:
-    """A parameter's name as text and tables show it: as given when it is printable one-line text, else
-    its repr (``'a\\nb'``), so that a name cannot break one fact per line or send a terminal escapes."""
-    return name if name.isprintable() else repr(name)
-
-
 def _check_with_shown_names(report):
     """``report`` with every parameter name as :func:`shown_name` shows it (JSON keeps the names as given)."""
-    if all(name.isprintable() for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
+    if all(shown_name(name) == name for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
         return report
     parameters = tuple(
         dataclasses.replace(parameter, name=shown_name(parameter.name)) for parameter in report.parameters
@@ -487,7 +481,7 @@ def _check_with_shown_names(report):
 
 def _taylor_with_shown_names(result):
     """``result`` with every parameter name as :func:`shown_name` shows it."""
-    if all(name.isprintable() for name in result.parameters):
+    if all(shown_name(name) == name for name in result.parameters):
         return result
     localization = tuple(
         dataclasses.replace(test, parameters=tuple(map(shown_name, test.parameters))) for test in result.localization

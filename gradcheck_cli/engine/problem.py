@@ -10,7 +10,6 @@ same mapping of arrays, which the checkers perturb in place and restore.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import heapq
 import importlib
 import importlib.util
@@ -49,6 +48,7 @@ from ..errors import (
     UnknownParameter,
 )
 from .blocks import FlatBlocks, block_bounds
+from .loaded import remember
 from .tensors import byte_bounds as _byte_bounds
 from .tensors import parameter_and_gradient
 
@@ -375,7 +375,9 @@ def load_problem(reference: str, adapt: Callable | None = None) -> GradientProbl
         if adapt is not None:
             returned = adapt(returned, f"{reference}()")
     problem = as_problem(returned, f"{reference}()")
-    return dataclasses.replace(problem, reference=ProblemReference(reference, adapt, directory))
+    # A GradientProblem itself, not dataclasses.replace: a subclass's __init__ may take other arguments.
+    reference = ProblemReference(reference, adapt, directory)
+    return GradientProblem(problem.objective, problem.parameters, problem.gradients, reference)
 
 
 _REFERENCE = re.compile(r"^(?P<source>.+):(?P<function>\w+)$")  # \w: a Unicode name (problème) too
@@ -423,8 +425,10 @@ def _load_file(source: str, path: Path):
     if spec is None or spec.loader is None:
         raise ProblemImportFailed(source=source, error="not a Python source file")
     module = importlib.util.module_from_spec(spec)
-    # Registered before running, as an import would be: dataclasses and pickle look modules up by name.
+    # Registered before running, as an import would be: dataclasses and pickle look modules up by name;
+    # and named to the processes its code starts, which find it by that name (engine/loaded.py).
     sys.modules[module_name] = module
+    remember(module_name, str(path.resolve()))
     try:
         spec.loader.exec_module(module)
     except KeyboardInterrupt:

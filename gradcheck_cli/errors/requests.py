@@ -1,5 +1,6 @@
 """The requests the chapter's estimator and the checker refuse: steps, points, shapes, arrays, samples."""
 
+from ..core.installs import INSTALL
 from .record import GradCheckError
 
 
@@ -236,7 +237,7 @@ class ZeroDirection(GradCheckError):
 class PlottingUnavailable(GradCheckError):
     """matplotlib, the optional plotting dependency, is not installed."""
 
-    template = "plotting needs matplotlib, which is not installed: pip install matplotlib (from a clone, make install installs it)"
+    template = f"plotting needs matplotlib, which is not installed: {INSTALL['matplotlib']}"
 
 
 class UnsupportedPlotFormat(GradCheckError):

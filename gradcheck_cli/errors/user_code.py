@@ -1,5 +1,6 @@
 """The requests refused about the user's code: loading a problem, torch and JAX calls, worker processes."""
 
+from ..core.installs import INSTALL
 from .record import GradCheckError
 
 # Loading a problem from FILE.py:FUNCTION or package.module:FUNCTION (problem.py).
@@ -67,10 +68,7 @@ class NotAProblem(GradCheckError):
 class TorchUnavailable(GradCheckError, ImportError):
     """gradcheck_cli.torch was imported, but torch (the optional extra) is not installed."""
 
-    template = (
-        "gradcheck_cli.torch needs torch, which is not installed: pip install -e '.[torch]' "
-        "from a clone of gradcheck (or pip install 'gradcheck-cli[torch]')"
-    )
+    template = f"gradcheck_cli.torch needs torch, which is not installed: {INSTALL['torch']}"
 
 
 class UnsupportedDevice(GradCheckError):
@@ -165,10 +163,7 @@ class ObjectiveInMain(GradCheckError):
 class JaxUnavailable(GradCheckError, ImportError):
     """gradcheck_cli.jax was imported, but jax (the optional extra) is not installed."""
 
-    template = (
-        "gradcheck_cli.jax needs jax, which is not installed: pip install -e '.[jax]' "
-        "from a clone of gradcheck (or pip install 'gradcheck-cli[jax]'; the CPU jax is enough)"
-    )
+    template = f"gradcheck_cli.jax needs jax, which is not installed: {INSTALL['jax']}"
 
 
 class X64Disabled(GradCheckError):

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ...core.installs import INSTALL
 from ...engine.dtypes import nearest_dtype, supported_text
 from ...engine.problem import reject_shared_memory
 from ...engine.tensors import strides_may_overlap, writable_memory
@@ -142,7 +143,7 @@ def probe_view(name: str, tensor, dense_copies: bool = False) -> np.ndarray:
     try:
         ml_dtypes = importlib.import_module("ml_dtypes")
     except ImportError:
-        problem = "has dtype torch.bfloat16, which needs ml_dtypes (not installed): pip install -e '.[bfloat16]'"
+        problem = f"has dtype torch.bfloat16, which needs ml_dtypes (not installed): {INSTALL['ml_dtypes']}"
         raise UnsupportedTensor(tensor=name, problem=problem) from None
     return memory_view(name, tensor.detach().view(torch.int16)).view(ml_dtypes.bfloat16)
 

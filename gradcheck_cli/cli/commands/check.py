@@ -1,15 +1,13 @@
 """``gradcheck check``: the user's own gradients, coordinate by coordinate."""
 
-import contextlib
-
 import click
 
 from ...core import defaults
-from ...core.blame import exception_line
+from ...core.installs import COMMANDS
 from ...display import render
 from ...display.progress import ProgressBar
-from ...errors.command_line import CommandLineError, ExecutorUnavailable
 from ..app import Report, output_options, run, summary
+from .executor import dask_executor, executor_address
 from .options import (
     PARAM_OPTION,
     PROBLEM_HELP,
@@ -97,7 +95,7 @@ from .options import (
     "--executor",
     metavar="dask://HOST:PORT",
     help="Probe the coordinates on the workers of the dask.distributed scheduler at HOST:PORT instead "
-    "(pip install -e '.[dask]'), each of which loads PROBLEM again from the same path; not "
+    f"({COMMANDS['distributed']}), each of which loads PROBLEM again from the same path; not "
     "with --jobs. Worth it for an objective of seconds a call: see docs/parallel.md.",
 )
 @click.option(
@@ -141,7 +139,7 @@ def check(
         options = options_of("gradcheck check", {**given, "names": list(names) or None})
         scheduler = executor_address(executor, jobs)
         with (
-            dask_executor(executor, scheduler) as workers,
+            dask_executor(scheduler) as workers,
             user_problem(problem, show_traceback) as loaded,
             ProgressBar("checking coordinates") as progress,
         ):
@@ -152,46 +150,3 @@ def check(
         return Report((render.check(report, verbose),), (report.passed,))
 
     run(output_format, compute)
-
-
-#: How long --executor waits for the scheduler to answer.
-CONNECT_SECONDS = 10
-
-
-def executor_address(executor: str | None, jobs: int) -> str | None:
-    """The scheduler's ``tcp://HOST:PORT`` of ``--executor dask://HOST:PORT`` (None without it); a
-    CommandLineError for another form, or beside ``--jobs``."""
-    if executor is None:
-        return None
-    if jobs != 1:
-        raise CommandLineError(option="--executor", problem="--executor and --jobs cannot be combined: choose one")
-    host, colon, port = executor.removeprefix("dask://").rpartition(":")
-    if not executor.startswith("dask://") or not colon or not host or not port.isdigit():
-        raise CommandLineError(option="--executor", problem=f"--executor must be dask://HOST:PORT, got {executor!r}")
-    return f"tcp://{host}:{port}"
-
-
-@contextlib.contextmanager
-def dask_executor(executor: str | None, scheduler: str | None):
-    """A dask client's executor on ``scheduler`` (None without one), closed afterwards: the client, never
-    the cluster. ExecutorUnavailable when dask.distributed is not installed or no scheduler answers."""
-    if scheduler is None:
-        yield None
-        return
-    try:
-        from distributed import Client
-    except ImportError:
-        problem = (
-            "dask.distributed is not installed: pip install -e '.[dask]' from a clone of gradcheck "
-            "(or pip install 'gradcheck-cli[dask]')"
-        )
-        raise ExecutorUnavailable(address=executor, problem=problem) from None
-    try:
-        client = Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
-    except (OSError, TimeoutError) as error:
-        problem = f"no scheduler answered within {CONNECT_SECONDS} s ({exception_line(error)})"
-        raise ExecutorUnavailable(address=executor, problem=problem) from None
-    try:
-        yield client.get_executor()
-    finally:
-        client.close()

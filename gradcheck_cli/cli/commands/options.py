@@ -17,6 +17,8 @@ from typing import NamedTuple
 import click
 
 from ...core.blame import exception_line, raised_in_users_code, raised_in_worker, user_location, user_traceback
+from ...core.formatting import escaped
+from ...display import output
 from ...errors import (
     AtCoordinate,
     AtParameter,
@@ -246,16 +248,25 @@ def user_problem(reference: str, traceback: bool = False):
 
     def watched(objective):
         def call(parameters):
+            process = os.getpid()
+            output.USERS_CODE.depth += 1
             try:
-                return objective(parameters)
+                value = objective(parameters)
             except BaseException as error:
+                if os.getpid() != process:
+                    _leave_fork(error)
                 raised.append(error)
                 raise
+            finally:
+                output.USERS_CODE.depth -= 1
+            if os.getpid() != process:
+                _leave_fork(None)
+            return value
 
         return call
 
     problem = None
-    with contextlib.redirect_stdout(sys.stderr), _descriptor_1_to_stderr(), _numpy_errors_apart() as apart:
+    with contextlib.redirect_stdout(output.StderrView()), _descriptor_1_to_stderr(), _numpy_errors_apart() as apart:
         try:
             problem = load_problem(reference, adapt=_torch_code)
             yield dataclasses.replace(problem, objective=apart(watched(problem.objective)))
@@ -277,6 +288,18 @@ def user_problem(reference: str, traceback: bool = False):
             if isinstance(error, MemoryError) and problem is not None:
                 raise _out_of_memory(reference, problem) from error
             raise
+
+
+def _leave_fork(error) -> None:
+    """End a child the user's objective forked, which came back into gradcheck (returned, or raised
+    ``error``): at once, writing nothing, never through gradcheck's exit path; its status is
+    ``SystemExit``'s code when that is a number, 0 after a return, else 1."""
+    status = 1
+    if error is None:
+        status = 0
+    elif isinstance(error, SystemExit):
+        status = error.code if isinstance(error.code, int) else 0 if error.code is None else 1
+    os._exit(status & 0xFF)
 
 
 def _returned_unusable(error) -> bool:
@@ -469,4 +492,4 @@ def draw_plot(draw, path, *arguments, **keywords) -> None:
     except OSError as error:
         problem = f"cannot be written: {error.strerror or error}"
         raise InputFileError(option="--plot", path=path.shown, problem=problem) from None
-    click.echo(f"wrote {path.shown}", err=True)
+    output.write_line(f"wrote {escaped(path.shown)}")
