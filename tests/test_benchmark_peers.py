@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from extras import require
+
+require("scipy")  # peers.py measures scipy's checks beside ours; the oldest-versions leg has none
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
