@@ -60,3 +60,12 @@ def test_lists_print_like_rust_vec_debug():
     assert rust_list([0.0, 1.0, -1.0, 2.0]) == "[0.0, 1.0, -1.0, 2.0]"
     assert rust_list([[0, 0], [1, 2]]) == "[[0, 0], [1, 2]]"
     assert rust_list([]) == "[]"
+
+
+def test_a_name_is_quoted_only_when_it_could_make_a_field_or_a_label():
+    from gradcheck_cli.core.formatting import shown_name
+
+    for name in ("W1", "inputs[0]", "l1.weight", "layers[2].bias"):  # torch's and JAX's own names
+        assert shown_name(name) == name
+    assert shown_name("check: pass=true") == "'check: pass\\x3dtrue'"
+    assert shown_name("a b") == "'a b'" and shown_name("") == "''" and shown_name('a"b') == "'a\"b'"

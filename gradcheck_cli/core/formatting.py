@@ -122,9 +122,10 @@ def escaped(text: str) -> str:
     return "".join(each if each.isprintable() else each.encode("unicode_escape").decode("ascii") for each in text)
 
 
-#: The characters that delimit the fields of the text format (``key=value`` pairs, lists, quotes):
-#: a name that holds one is quoted.
-_FIELD_MARKS = frozenset("=:,\"'\\[](){}<>#")
+#: The characters that make a field or a line's label in the text format (``key=value``, ``label:``,
+#: the quotes of a list's names): a name that holds one is quoted. Brackets, parentheses and dots
+#: (``inputs[0]``, ``l1.weight``, torch's and JAX's own names) cannot, and are shown as given.
+_FIELD_MARKS = frozenset("=:\"'\\")
 
 
 def shown_name(name: str) -> str:
