@@ -208,3 +208,28 @@ def test_an_objective_that_writes_into_a_parameter_at_the_joint_probes_is_a_type
         check_gradients(writing, parameters, gradients, fast=True)
     assert raised.value.parameter == victim
     assert all(array.tobytes() == before[name].tobytes() for name, array in parameters.items())
+
+
+def test_a_parameter_whose_gradient_cancels_along_its_direction_gets_its_own_direction():
+    """Σ a·s of "p" is 10⁻⁴ of ‖a∘s‖₂: a 1 % error of its whole gradient changes the joint estimate
+    by 10⁻⁶ of "p"'s ‖a∘s‖₂, within the joint tolerance; "p" is not covered, and its own test fails it."""
+    from gradcheck_cli.check.directional_probes import Direction
+    from gradcheck_cli.engine.dtypes import probe_dtype
+
+    rng = np.random.default_rng(2)
+    theta = {"p": rng.uniform(-1, 1, size=400), "q": rng.uniform(-1, 1, size=400)}
+    shifts = Direction(None, probe_dtype("float64").step_factor, 400).shifts(theta["p"])
+    signs = np.sign(shifts)
+    a = rng.normal(size=400)
+    a -= (a @ signs - 1e-4 * np.linalg.norm(a)) / 400 * signs  # Σ a·s = 10⁻⁴ ‖a‖₂ for ±1 signs s
+    w = rng.normal(size=400)
+
+    def objective(values):
+        return float(a @ values["p"] + np.sum(np.log(np.cosh(w * values["q"]))))
+
+    right = {"p": a.copy(), "q": w * np.tanh(w * theta["q"])}
+    report = check_gradients(objective, theta, right, fast=True)
+    assert report.passed and report.parameter("p").directional.joint == ()
+    assert report.parameter("q").directional.joint == ("p", "q")
+    wrong = check_gradients(objective, theta, {**right, "p": 1.01 * a}, fast=True)
+    assert wrong.failing_parameters == ("p",)

@@ -80,7 +80,7 @@ def _joint_pass(plan: list, counted: GuardedObjective) -> tuple:
 
 
 def _joint_probe(plan: list, counted: GuardedObjective):
-    """(the joint probe, each parameter's share ‖a∘s‖₂/2) of every parameter moved at once, or None."""
+    """(the joint probe, each parameter's share) of every parameter moved at once, or None."""
     for planned in plan:
         counted.unchanged(planned.name, at={})  # its bits: compared in the plus probe's pass
     probings = [
@@ -100,8 +100,8 @@ def _joint_probe(plan: list, counted: GuardedObjective):
 
 def _covered(plan: list, probe, shares: tuple, center: float, purity) -> dict:
     """{name: (the joint DirectionalCheck, its item)} of each parameter the passed joint test holds:
-    its share ‖a∘s‖₂/2 at least tolerance/JOINT_TOLERANCE of the joint estimate's scale; {} unless
-    the joint test passed."""
+    its share min(‖a∘s‖₂, |Σ a·s|)/2 at least tolerance/JOINT_TOLERANCE of the joint estimate's
+    scale; {} unless the joint test passed."""
     item = ProbedParameter(plan[0], *_empty(plan[0], center), direction=probe)
     item.direction_scale = _measured_scale(item)
     check = judge_joint_direction(item, center, purity, item.direction_scale)
