@@ -594,8 +594,8 @@ def test_the_fast_check_fails_a_doubled_row_through_a_custom_vjp_and_passes_the_
 
 
 def test_a_fast_check_of_two_inputs_calls_fn_five_times_and_its_first_value_is_real():
-    """jax.vjp's trace, the host call that finds the arrays give its outputs (whose value is the
-    first f(θ)), the joint direction's two probes and f(θ) again."""
+    """jax.vjp's trace, f(θ) (the call that finds the host arrays give the vjp's outputs), the joint
+    direction's two probes and f(θ) again."""
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.normal(size=(3, 4)))
     w, b = jnp.asarray(rng.normal(size=(5, 4))), jnp.asarray(rng.normal(size=5))
@@ -618,18 +618,33 @@ def test_a_fast_check_of_two_inputs_calls_fn_five_times_and_its_first_value_is_r
 
 
 def test_fn_is_called_with_the_host_arrays_where_they_give_its_outputs_and_with_jax_copies_elsewhere():
-    from gradcheck_cli.adapters.jax.derivatives import evaluated_leaves
+    from gradcheck_cli.adapters.jax.derivatives import evaluated_outputs
 
     x = np.linspace(-1.0, 1.0, 6)
-    arrays = [np.array(x)]
-    plain = evaluated_leaves(lambda x: jnp.sin(x), arrays, jnp.sin(jnp.asarray(x)))
-    assert plain()[0] is arrays[0]  # numpy in: the same bits out, nothing copied per call
+    arrays, received = [np.array(x)], []
+
+    def sine(x):
+        received.append(x)
+        return jnp.sin(x)
+
+    plain = evaluated_outputs(sine, arrays, [x], jnp.sin(jnp.asarray(x)))
+    assert np.array_equal(plain(), np.sin(x)) and len(received) == 1  # the call at θ decided, and was f there
+    arrays[0][0] = 0.5
+    plain()
+    assert all(value is arrays[0] for value in received)  # numpy in: the same bits out, nothing copied per call
 
     def indexed(x):
+        received.append(x)
         return x.at[0].set(2.0) * 3.0  # a JAX array's method: a numpy array has no .at
 
-    copied = evaluated_leaves(indexed, arrays, indexed(jnp.asarray(x)))
-    assert isinstance(copied()[0], jax.Array) and np.array_equal(copied()[0], x)
+    received.clear()
+    arrays[0][0] = 0.25  # not θ: a call at host copies of θ decides first
+    copied = evaluated_outputs(indexed, arrays, [x], indexed(jnp.asarray(x)))
+    received.clear()
+    value = copied()
+    assert isinstance(received[0], np.ndarray) and received[0] is not arrays[0] and np.array_equal(received[0], x)
+    assert isinstance(received[-1], jax.Array) and float(value[1]) == 3.0 * float(x[1]) and float(value[0]) == 6.0
+    arrays[0][0] = x[0]
     assert (
         check_function(indexed, (jnp.asarray(x),)).passed
         and check_function(indexed, (jnp.asarray(x),), fast=True).passed

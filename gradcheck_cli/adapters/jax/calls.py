@@ -131,8 +131,8 @@ def host_float64(value) -> np.ndarray:
     """A JAX value on the host as float64 (complex128 for a complex one); a float0 is zeros."""
     if getattr(value, "dtype", None) == jax.dtypes.float0:
         return np.zeros(np.shape(value))
-    value = np.asarray(value)
-    return value.astype(np.complex128 if value.dtype.kind == "c" else np.float64)
+    value = np.asarray(value)  # a float64 one as it is (JAX's read-only host view): only read
+    return value.astype(np.complex128 if value.dtype.kind == "c" else np.float64, copy=False)
 
 
 def host_gradient(value) -> np.ndarray:

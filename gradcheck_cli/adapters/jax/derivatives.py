@@ -85,31 +85,38 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
     gradients = dict(zip(call.names, (host_gradient(grad) for grad in grads)))  # conjugated out of JAX's convention
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
     arrays = [parameters[name] for name in call.names]
-    leaves = evaluated_leaves(g, arrays, outputs)
-    # the host call that found them gave the vjp's outputs: its value is the check's first f(θ)
-    at_theta = [first.inner(outputs)] if leaves() is arrays else []
+    evaluate = evaluated_outputs(g, arrays, [call.origins[name] for name in call.names], outputs)
 
     def objective(_copies):
-        if at_theta and all(same_array_bits(array, call.origins[name]) for name, array in zip(call.names, arrays)):
-            return at_theta.pop()
-        at_theta.clear()
-        return first.inner(g(*leaves()))
+        return first.inner(evaluate())
 
     return GradientProblem(objective, parameters, gradients), checks, variation
 
 
-def evaluated_leaves(g, arrays: list, outputs):
-    """What ``g`` is called with at each evaluation, as ``leaves()``: the host ``arrays`` themselves (θ's
-    probes written into them) where ``g`` gives its ``outputs`` at θ bit for bit from them, so that
-    nothing is converted per call but what JAX's operations convert as they read them (docs/jax.md,
-    "What is evaluated"); else a JAX copy of each, made at every call."""
-    try:
-        same = same_outputs(g(*arrays), outputs)
-    except Exception:  # a function that takes JAX arrays only (``x.at[...]``): copies
-        same = False
-    if same:
-        return lambda: arrays
-    return lambda: [jnp.array(array) for array in arrays]
+def evaluated_outputs(g, arrays: list, origins: list, outputs):
+    """``evaluate()``: g's outputs at what the host ``arrays`` hold. g is called with those arrays
+    themselves (θ's probes written into them) where it gives its ``outputs`` at θ bit for bit from
+    them, so that nothing is converted per call but what JAX's operations convert as they read them
+    (docs/jax.md, "What is evaluated"); else with a JAX copy of each, made at every call. The first
+    call finds out which: at θ (``origins``' bits) it is that call itself, whose outputs are then f's
+    there; elsewhere a call at host copies of θ comes first."""
+    decided = []
+
+    def evaluate():
+        if not decided:
+            at_theta = all(same_array_bits(array, origin) for array, origin in zip(arrays, origins))
+            trial = arrays if at_theta else [np.array(origin, copy=True) for origin in origins]
+            try:
+                got = g(*trial)
+                same = same_outputs(got, outputs)
+            except Exception:  # a function that takes JAX arrays only (``x.at[...]``): copies
+                same = False
+            decided.append(same)
+            if same and at_theta:
+                return got
+        return g(*(arrays if decided[0] else [jnp.array(array) for array in arrays]))
+
+    return evaluate
 
 
 def same_outputs(first, second) -> bool:
