@@ -266,24 +266,32 @@ def _directional_check(planned: PlannedParameter, probes: list, estimates: tuple
 @dataclass(eq=False)
 class _DirectionReading:
     """What a parameter's directional estimates are judged with: its probed ``item`` and coordinates'
-    ``reading``, the ``resolution``, the ``epsilon`` f's values carry and f(θ) ``center``."""
+    ``reading``, the ``resolution``, the ``epsilon`` f's values carry and f(θ) ``center``. A probe's
+    estimate and floor are computed once for each ``epsilon`` (the probes live as long as it does)."""
 
     item: ProbedParameter
     reading: PrimaryReading
     resolution: Resolution
     epsilon: float
     center: float
+    known: dict = dataclasses.field(default_factory=dict)
 
     def estimate(self, probe):
-        planned, resolution = self.item.planned, self.resolution
-        scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
-        noise = NoiseModel(self.epsilon, self.reading.jitter, tolerance)
-        return directional_estimate(probe, self.center, noise, scale, resolution.gradient)
+        key = ("estimate", id(probe), self.epsilon)
+        if key not in self.known:
+            planned, resolution = self.item.planned, self.resolution
+            scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
+            tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
+            noise = NoiseModel(self.epsilon, self.reading.jitter, tolerance)
+            self.known[key] = directional_estimate(probe, self.center, noise, scale, resolution.gradient)
+        return self.known[key]
 
     def standard(self, first) -> Standard:
-        floor = _direction_floor(self.item.planned, first, self.center, self.epsilon)
-        return Standard(self.item.planned.tolerance, self.resolution, floor, "multiplier")
+        key = ("standard", id(first), self.epsilon)
+        if key not in self.known:
+            floor = _direction_floor(self.item.planned, first, self.center, self.epsilon)
+            self.known[key] = Standard(self.item.planned.tolerance, self.resolution, floor, "multiplier")
+        return self.known[key]
 
     def judged(self, probes: list, noise: ObservedNoise) -> tuple:
         """The estimates of ``probes`` (the first at multiplier 1), with their slopes' curvature and

@@ -275,26 +275,30 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
     if epsilon >= 2.0**-7:
         return np.full(shape, epsilon)
     with np.errstate(all="ignore"):  # a value beyond float32's range is no number of it: no warning
-        single, half = _lower_precision_numbers((minus_values, center, plus_values), shape)
+        single, rounded = _float32_numbers((minus_values, center, plus_values), shape)
+        half = single & _bfloat16_numbers(rounded) if single.any() else single
         # at float32's ε or coarser, only the values that are bfloat16 numbers may carry a coarser one
-        if not (single if epsilon < 2.0**-23 else single & half).any():
+        if not (single if epsilon < 2.0**-23 else half).any():
             return np.full(shape, epsilon)
         if points is not None:
-            single_points, half_points = _lower_precision_numbers(points, shape)
+            single_points, rounded = _float32_numbers(points, shape)
             single &= ~single_points
-            half &= ~(half_points & single_points)
+            half &= ~(_bfloat16_numbers(rounded) & single_points)
     return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
 
 
-def _lower_precision_numbers(columns, shape) -> tuple:
-    """Where every column's value is a float32 number, and where also a bfloat16 one (under an errstate)."""
+def _float32_numbers(columns, shape) -> tuple:
+    """(where every column's value is a float32 number, the columns rounded to float32), under an errstate."""
     values = np.empty((len(columns), *shape))
     for row, column in enumerate(columns):
         values[row] = column
     rounded = values.astype(np.float32)
-    single = (rounded == values).all(axis=0)  # float32 against float64: compared exactly
-    half = ((rounded.view(np.uint32) & 0xFFFF) == 0).all(axis=0)
-    return single, half
+    return np.logical_and.reduce(rounded == values), rounded  # float32 against float64: compared exactly
+
+
+def _bfloat16_numbers(rounded: np.ndarray) -> np.ndarray:
+    """Where every one of the ``rounded`` columns (float32) is also a bfloat16 number."""
+    return np.logical_and.reduce((rounded.view(np.uint32) & 0xFFFF) == 0)
 
 
 #: The largest value noise, relative to |f|, read as a lower precision inside: float32's rounding
