@@ -118,7 +118,9 @@ def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Call
         if hits.size == 0:
             continue
         found, at = _top(magnitudes[hits], hits + start, count)
-        values, offsets = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
+        if values.size:  # the best of the blocks before and of this one
+            found, at = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
+        values, offsets = found, at
         if values.size == count:
             threshold = float(values.min())
     return offsets.tolist(), largest
