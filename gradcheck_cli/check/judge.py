@@ -383,21 +383,6 @@ def judge_parameter(
     directional = _judge_direction(item, counted, reading, Resolution(direction_scale, largest[1]), noise)
     verdict = verdict_of(checks.verdicts() | {directional.verdict}, purity.stateful)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
-    diagnosis = diagnose_parameter(
-        checks.failed(),
-        checks.passing_index_columns(),
-        directional,
-        np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
-        _directional_gap(item, directional, planned.tolerance),
-        Scope(
-            planned.name,
-            len(checks),
-            int(planned.array.size),
-            checks.verdict_count(INCONCLUSIVE),
-            checks.index_columns(),
-        ),
-        parts=planned.complex_dtype is not None,
-    )
     return ParameterCheck(
         name=planned.name,
         dtype=planned.shown_dtype,
@@ -411,7 +396,29 @@ def judge_parameter(
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnosis,
+        diagnosis=_diagnosis(item, checks, directional),
+    )
+
+
+def _diagnosis(item: ProbedParameter, checks: CoordinateChecks, directional: DirectionalCheck):
+    """The parameter's diagnosis: None when neither a coordinate nor the directional test failed."""
+    failed, planned = checks.failed(), item.planned
+    if not failed and directional.verdict != FAILED:
+        return None  # nothing to diagnose: the columns the diagnosis reads are not made
+    return diagnose_parameter(
+        failed,
+        checks.passing_index_columns(),
+        directional,
+        np.asarray(planned.gradient, dtype=np.float64) if failed else planned.gradient,  # read if failed
+        _directional_gap(item, directional, planned.tolerance),
+        Scope(
+            planned.name,
+            len(checks),
+            int(planned.array.size),
+            checks.verdict_count(INCONCLUSIVE),
+            checks.index_columns(),
+        ),
+        parts=planned.complex_dtype is not None,
     )
 
 

@@ -106,8 +106,11 @@ def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Call
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
             block = block.astype(np.float64, copy=False)
-        high, low = float(np.max(block, initial=-math.inf)), float(np.min(block, initial=math.inf))  # NaN: NaN
-        peak = max(high, -low, 0.0) if not (math.isnan(high) or math.isnan(low)) else math.nan
+        high, low = (
+            float(np.maximum.reduce(block, initial=-math.inf)),
+            float(np.minimum.reduce(block, initial=math.inf)),
+        )
+        peak = max(high, -low, 0.0) if not (math.isnan(high) or math.isnan(low)) else math.nan  # NaN: NaN
         if non_finite is not None and not math.isfinite(peak):
             non_finite()
         largest = peak if not peak <= largest else largest
