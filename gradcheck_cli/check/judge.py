@@ -428,15 +428,14 @@ def with_passing_gradients(checks: list, probed: list) -> list:
     passing = {item.planned.name: item.planned.gradient for item, check in zip(probed, checks) if check.passed}
     if not passing:
         return checks
-    return [
-        dataclasses.replace(
-            check,
-            diagnosis=with_other_parameters(
-                check.diagnosis, check.name, check.checks.failed(), {**passing, check.name: item.planned.gradient}
-            ),
-        )
-        for item, check in zip(probed, checks)
-    ]
+    updated = []
+    for item, check in zip(probed, checks):
+        diagnosis = check.diagnosis
+        if diagnosis is not None:  # none stays none
+            gradients = {**passing, check.name: item.planned.gradient}
+            diagnosis = with_other_parameters(diagnosis, check.name, check.checks.failed(), gradients)
+        updated.append(check if diagnosis is check.diagnosis else dataclasses.replace(check, diagnosis=diagnosis))
+    return updated
 
 
 def _last_confirmation(item: ProbedParameter, k: int, record, differences: list, counted: GuardedObjective) -> list:
