@@ -1,7 +1,9 @@
 """check/fast.py: the fast check (``fast=True``, ``--fast``), docs/method.md "The fast check".
 
-A fast check passes a parameter on its directional test alone, in a constant number of calls
-(f(θ) twice, two probes per parameter, more only where the first multiplier cannot decide);
+A fast check passes a parameter on a directional test alone, in a constant number of calls: f(θ)
+twice and the two probes of one joint direction that moves every parameter at once, where that
+holds each of them to JOINT_TOLERANCE of its own share (float64 at its default tolerance), else two
+probes per parameter, more only where the first multiplier cannot decide;
 a parameter whose test does not pass is checked as the default check checks it, which localizes
 and diagnoses the failure. The layers are dense least-squares layers whose exact gradient is
 (XᵀW − T)ᵀX / batch; the bug doubles one whole row of it, the error torch's fast_mode misses at
@@ -41,13 +43,17 @@ def dense_layer(inputs: int, outputs: int, dtype=np.float64, doubled_row=None, s
 
 
 @pytest.mark.parametrize("inputs, outputs", [(100, 10), (1000, 100)])
-def test_a_correct_layer_passes_in_two_calls_per_parameter_whatever_its_size(inputs, outputs):
+def test_a_correct_layer_passes_in_four_calls_whatever_its_size(inputs, outputs):
     objective, parameters, gradients = dense_layer(inputs, outputs)
     report = check_gradients(objective, parameters, gradients, fast=True)
     assert report.verdict == PASSED
-    assert report.evaluations == 2 + 2 * len(parameters)  # f(θ) twice, θ₊ and θ₋ of each direction
+    assert report.evaluations == 4  # f(θ) twice, θ₊ and θ₋ of the joint direction
     assert [parameter.selection for parameter in report.parameters] == ["fast", "fast"]
     assert report.checked == 0 and report.purity.evaluations == 2
+    weight, bias = report.parameters
+    assert weight.directional.joint == bias.directional.joint == ("W", "b")
+    assert weight.directional.elements == inputs * outputs + outputs
+    assert report.to_dict()["parameters"][1]["directional"]["joint"] == ["W", "b"]
 
 
 @pytest.mark.parametrize("inputs, outputs", [(1000, 100), (1000, 1000)])
@@ -56,8 +62,8 @@ def test_a_doubled_row_fails_at_1e5_and_1e6_parameters_and_is_localized(inputs, 
     report = check_gradients(objective, parameters, gradients, fast=True)
     weight, bias = report.parameters
     assert report.verdict == FAILED and report.failing_parameters == ("W",)
-    assert weight.directional.verdict == FAILED
-    assert bias.selection == "fast" and bias.verdict == PASSED
+    assert weight.directional.verdict == FAILED and weight.directional.joint == ()
+    assert bias.selection == "fast" and bias.verdict == PASSED and bias.directional.joint == ()
     # W is checked as the default check checks it: its coordinates, the failing ones in row 3 only
     assert weight.selection == "structured" and len(weight.checks) == 16
     failing_rows = {check.coordinate[0] for check in weight.checks.failed()}
@@ -71,6 +77,8 @@ def test_a_correct_float32_layer_passes():
     report = check_gradients(objective, parameters, gradients, fast=True)
     assert report.verdict == PASSED
     assert all(parameter.selection == "fast" for parameter in report.parameters)
+    # float32's tolerance, ε^(1/3), exceeds JOINT_TOLERANCE/10: each parameter's own direction
+    assert all(parameter.directional.joint == () for parameter in report.parameters)
     assert report.evaluations <= 2 + 8 * len(parameters)  # multiplier 1, then 0.1, 10 and 100 where it cannot decide
 
 
@@ -82,7 +90,7 @@ def test_the_example_mlp_and_its_missing_batch_mean():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     correct = check_problem(module.problem(), fast=True)
-    assert correct.verdict == PASSED and correct.evaluations == 2 + 2 * 4
+    assert correct.verdict == PASSED and correct.evaluations == 4
     wrong = check_problem(module.wrong_problem(), fast=True)
     assert wrong.failing_parameters == ("W2",)
     w2 = wrong.parameters[2]
@@ -126,3 +134,77 @@ def test_with_workers_the_localization_is_the_serial_one():
     serial = check_problem(load_problem(reference), fast=True)
     parallel = check_problem(load_problem(reference), fast=True, jobs=2)
     assert parallel.failing_parameters == ("W2",) and parallel.to_dict() == serial.to_dict()
+
+
+def two_scales(small_factor=1.0, small_scale=1e-5):
+    """(objective, parameters, gradients) of ½Σbig² + small_scale·½Σsmall²: "small"'s share of the
+    directional derivative is about small_scale of "big"'s; its gradient times ``small_factor``."""
+    rng = np.random.default_rng(1)
+    parameters = {"big": rng.normal(size=(30, 20)), "small": rng.normal(size=7)}
+
+    def objective(values):
+        return float(0.5 * np.sum(values["big"] ** 2) + small_scale * 0.5 * np.sum(values["small"] ** 2))
+
+    gradients = {"big": parameters["big"].copy(), "small": small_factor * small_scale * parameters["small"]}
+    return objective, parameters, gradients
+
+
+def test_a_parameter_whose_share_the_joint_test_cannot_hold_gets_its_own_direction():
+    report = check_gradients(*two_scales(), fast=True)
+    big, small = report.parameters
+    assert report.verdict == PASSED and report.evaluations >= 4 + 2  # its own, confirmed where it cannot decide
+    assert big.directional.joint == ("big", "small") and small.directional.joint == ()
+
+
+@pytest.mark.parametrize("small_scale", [1e-5, 1e-8])
+def test_a_wrong_small_parameter_is_not_hidden_by_a_large_one(small_scale):
+    # at 1e-5 the joint test resolves the doubled "small" and fails; at 1e-8 its change of the
+    # joint derivative is within the joint tolerance, and "small" is not covered: its own test fails
+    report = check_gradients(*two_scales(small_factor=2.0, small_scale=small_scale), fast=True)
+    big, small = report.parameters
+    assert report.failing_parameters == ("small",) and big.verdict == PASSED
+    assert big.directional.joint == ((), ("big", "small"))[small_scale < 1e-6]
+    assert small.directional.verdict == FAILED and small.directional.joint == ()
+
+
+def test_mixed_dtypes_or_a_coarse_tolerance_get_no_joint_direction():
+    objective, parameters, gradients = dense_layer(100, 10)
+    report = check_gradients(objective, parameters, gradients, fast=True, tolerance=1e-3)
+    assert report.verdict == PASSED and report.evaluations == 2 + 2 * 2
+    assert all(parameter.directional.joint == () for parameter in report.parameters)
+    parameters["b"], gradients["b"] = parameters["b"].astype(np.float32), gradients["b"].astype(np.float32)
+    mixed = check_gradients(objective, parameters, gradients, fast=True)
+    assert all(parameter.directional.joint == () for parameter in mixed.parameters)
+
+
+def test_an_objective_that_raises_at_the_joint_probes_is_checked_along_each_direction():
+    objective, parameters, gradients = dense_layer(100, 10)
+    before = {name: array.copy() for name, array in parameters.items()}
+
+    def refusing(values):  # fails where every parameter is moved at once, as a domain edge might
+        if all(not np.array_equal(values[name], before[name]) for name in before):
+            raise ValueError("outside the domain")
+        return objective(values)
+
+    report = check_gradients(refusing, parameters, gradients, fast=True)
+    assert report.verdict == PASSED and report.evaluations == 3 + 2 * 2  # f(θ) twice, θ₊ that raised, 2 × 2
+    assert all(parameter.directional.joint == () for parameter in report.parameters)
+    assert all(array.tobytes() == before[name].tobytes() for name, array in parameters.items())
+
+
+@pytest.mark.parametrize("victim", ["W", "b"])
+def test_an_objective_that_writes_into_a_parameter_at_the_joint_probes_is_a_typed_error(victim):
+    from gradcheck_cli.errors import ParameterChanged
+
+    objective, parameters, gradients = dense_layer(100, 10)
+    before = {name: array.copy() for name, array in parameters.items()}
+
+    def writing(values):
+        if all(not np.array_equal(values[name], before[name]) for name in before):
+            values[victim][0] += 1.0
+        return objective(values)
+
+    with pytest.raises(ParameterChanged) as raised:
+        check_gradients(writing, parameters, gradients, fast=True)
+    assert raised.value.parameter == victim
+    assert all(array.tobytes() == before[name].tobytes() for name, array in parameters.items())

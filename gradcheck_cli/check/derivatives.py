@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.formatting import rust_debug, rust_exp
+from ..engine.blocks import same_array_bits
 from ..engine.complex_parts import COMPLEX_DTYPES
 from ..engine.dtypes import probe_dtype
 from ..engine.problem import GradientProblem
@@ -127,7 +128,9 @@ def agreement_check(
     worst, worst_excess, worst_difference = next(iter(expected)), -np.inf, 0.0
     for name, reference in expected.items():
         reference, value = as_real(reference), as_real(got[name])
-        if value.shape == reference.shape and np.array_equal(value, reference, equal_nan=True):
+        if same_array_bits(value, reference) or (
+            value.shape == reference.shape and np.array_equal(value, reference, equal_nan=True)
+        ):
             largest = 0.0  # bit-identical up to NaN's payload and zero's sign: what most calls give
         else:
             same = (value == reference) | (np.isnan(value) & np.isnan(reference))

@@ -6,18 +6,27 @@ docs/method.md ("The directional test").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..core.record import Record
 from ..engine.blocks import block_bounds
 from ..engine.estimator import evaluated_value
 from ..engine.tensors import write_back
-from ..errors import NonFiniteEvaluation, ReadOnlyArray
+from ..errors import NonFiniteEvaluation, ParameterChanged, ReadOnlyArray
 from ..verdict.estimates import NoiseModel, estimate_columns, value_epsilons
 from ..verdict.terms import ROUNDING_FACTOR, DirectionalEstimate, JudgedEstimate, slopes_agree
-from .directional_probes import CHANGED, DirectionScale, DirectionalProbing, minus_pass, norms, plus_pass
+from .directional_probes import (
+    CHANGED,
+    DirectionScale,
+    DirectionalProbing,
+    minus_pass,
+    norms,
+    plus_pass,
+    trusted_squares,
+)
 
-__all__ = ["DirectionalCheck", "DirectionalProbe", "directional_estimate", "probe_direction"]
+__all__ = ["DirectionalCheck", "DirectionalProbe", "directional_estimate", "probe_direction", "probe_joint"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,7 @@ class DirectionalCheck(Record):
     verdict: str
     reason: str
     passed: bool
+    joint: tuple = ()  # the parameters moved together in these probes (a fast check's joint direction), else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +130,52 @@ def probe_direction(
         scale=norm / (2 * multiplier),
         moved=sums.moved,
     )
+
+
+def probe_joint(probings: list, changes: list) -> tuple | None:
+    """Every parameter of ``probings`` moved along its own direction at once (multiplier 1): θ₊
+    written into each array, f once, θ₋ into each, f once, every array restored on every path.
+
+    ``(DirectionalProbe of the whole, each parameter's ‖a∘s‖₂/2)``; None where one parameter's
+    probes are unusable (a probe overflows, no element moves, a sum of squares cannot be trusted)
+    or f raises or is not finite there: its own probes then say which. ``changes[k]`` is raised
+    where the objective changed parameter k (as :func:`probe_direction`'s ``changed``)."""
+    evaluate, written, passes = probings[0].evaluate, [], []
+    try:
+        for probing, changed in zip(probings, changes):
+            bounds = block_bounds(probing.array.size)
+            written.append(probing)
+            sums = plus_pass(probing, 1.0, bounds, None, compare=True)
+            if sums is CHANGED:
+                raise changed
+            if sums is None or not (sums.squares == 0.0 or trusted_squares(sums.squares)):
+                return None
+            passes.append((bounds, sums))
+        plus_value = evaluated_value("plus", evaluate())
+        for probing, changed, (bounds, sums) in zip(probings, changes, passes):
+            if not probing.array.flags.writeable:
+                raise ReadOnlyArray(role="parameters", during_check=True)
+            if not minus_pass(probing, bounds, sums.checksums):
+                raise changed
+        minus_value = evaluated_value("minus", evaluate())
+    except (ParameterChanged, ReadOnlyArray):
+        raise
+    except Exception:  # noqa: BLE001 (f not usable at the joint probes: each parameter's own say why)
+        return None
+    finally:
+        restored = [write_back(probing.array, Ellipsis, probing.saved) for probing in written]
+    if not all(restored):
+        raise ReadOnlyArray(role="parameters", during_check=True)
+    shares = tuple(math.sqrt(sums.squares) / 2 for _, sums in passes)
+    probe = DirectionalProbe(
+        multiplier=1.0,
+        minus_value=minus_value,
+        plus_value=plus_value,
+        analytic=math.fsum(sums.dot for _, sums in passes) / 2,
+        scale=math.sqrt(math.fsum(sums.squares for _, sums in passes)) / 2,
+        moved=sum(sums.moved for _, sums in passes),
+    )
+    return probe, shares
 
 
 def directional_estimate(

@@ -33,6 +33,7 @@ from ..engine.tensors import write_back
 
 __all__ = [
     "CHANGED",
+    "trusted_squares",
     "DIRECTION_SEED",
     "Direction",
     "DirectionalProbing",
@@ -207,7 +208,7 @@ class DirectionScale:
         else:
             correction = math.fsum(self.corrections)
             total = squares + correction if correction >= -0.5 * squares else math.nan
-        return math.sqrt(total) / 2 if _trusted(total) else math.nan
+        return math.sqrt(total) / 2 if trusted_squares(total) else math.nan
 
 
 class _Buffers:
@@ -244,7 +245,7 @@ def dtype_epsilon(dtype) -> float:
     return float(np.finfo(dtype).eps) if dtype in (np.float64, np.float32) else math.inf
 
 
-def _trusted(squares: float) -> bool:
+def trusted_squares(squares: float) -> bool:
     """Whether a sum of squares neither overflowed nor may have lost its terms to underflow."""
     return _SMALLEST_TRUSTED <= squares < math.inf
 
@@ -397,7 +398,7 @@ def minus_pass(probing: DirectionalProbing, bounds: list, checksums: list) -> bo
 def norms(probing: DirectionalProbing, multiplier: float, sums: PlusSums, scale) -> float:
     """‖a∘s‖₂ from the plus pass's sums, and ``scale.norm`` set; both recomputed with scaling
     (:func:`_scaled_norms`) where a sum of squares cannot be trusted (the gradient not all 0)."""
-    norm = math.sqrt(sums.squares) if _trusted(sums.squares) or probing.peak == 0.0 else math.nan
+    norm = math.sqrt(sums.squares) if trusted_squares(sums.squares) or probing.peak == 0.0 else math.nan
     weighted = None if scale is None else scale.value(sums.squares)
     if math.isnan(norm) or (weighted is not None and math.isnan(weighted)):
         norm, weighted = _scaled_norms(probing, multiplier, scale)

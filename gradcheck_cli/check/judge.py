@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.dtypes import ProbeDtype, probe_dtype
-from ..engine.estimator import CentralDifference, compare_gradients, compare_one_sided_slopes, validate_step
+from ..engine.dtypes import probe_dtype
+from ..engine.estimator import CentralDifference, compare_gradients, compare_one_sided_slopes
 from ..engine.tensors import at_coordinate
 from ..errors import AtParameter, GradCheckError
 from ..verdict.diagnosis import DirectionalGap, Scope, diagnose_parameter, with_other_parameters
@@ -24,6 +24,7 @@ from ..verdict.estimates import (
     sensitivity_floors,
     series_noise,
     stencil_estimates,
+    step_kink_tolerances,
     value_epsilons,
 )
 from ..verdict.reasons import agreement
@@ -244,6 +245,19 @@ def _judge_direction(
     return _directional_check(planned, probes, estimates, judgement)
 
 
+def judge_joint_direction(item: ProbedParameter, center: float, purity: PurityVerdict, scale: float):
+    """A fast check's joint direction (``item.direction``, every parameter moved at once; ``item.planned``
+    stands for them all: they share dtype, step and tolerances) judged at multiplier 1 alone, beside
+    its measured ``scale``: its DirectionalCheck, or None where that one estimate does not decide (no
+    confirmation is probed: each parameter's own direction then is, docs/method.md "The fast check")."""
+    resolution = Resolution(scale, scale)
+    reading = PrimaryReading(item, center, purity.spread, resolution, None, purity.stateful)
+    direction = _DirectionReading(item, reading, resolution, item.planned.dtype.epsilon, center)
+    first = direction.estimate(item.direction)
+    judgement = judge_primary(first, direction.standard(item.direction))
+    return None if judgement is None else _directional_check(item.planned, [item.direction], (first,), judgement)
+
+
 def _direction_probes(item: ProbedParameter, counted: GuardedObjective, factors) -> list:
     """The direction's usable probes at each multiplier of ``factors``."""
     probes = (
@@ -350,15 +364,20 @@ def _kink_tolerances(planned: PlannedParameter, steps, theta):
         return planned.kink_tolerance
     if planned.step is None:
         return planned.dtype.kink_tolerance
-    return _step_kink_tolerances(steps, theta, planned.dtype)
+    return step_kink_tolerances(steps, theta, planned.dtype)
 
 
 def judge_parameter(
-    item: ProbedParameter, counted: GuardedObjective, purity: PurityVerdict, largest: tuple, direction_scale: float
+    item: ProbedParameter,
+    counted: GuardedObjective,
+    purity: PurityVerdict,
+    largest: tuple,
+    direction_scale: float,
+    directional: DirectionalCheck | None = None,
 ) -> ParameterCheck:
     """One parameter's record: its coordinates judged (confirmed where they did not pass at h), its
-    directional test, its verdict (at best inconclusive when the ``purity`` says f is stateful) and
-    the diagnosis of a failure."""
+    directional test (or the given ``directional``, a fast check's joint direction), its verdict (at
+    best inconclusive when the ``purity`` says f is stateful) and the diagnosis of a failure."""
     planned, columns, jitter = item.planned, item.planned.columns, purity.spread
     resolution = Resolution(gradient=largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
@@ -373,14 +392,11 @@ def judge_parameter(
     confirmed = {k: confirmations(item, k, center, counted) for k in np.flatnonzero(~primary.passed).tolist()}
     noise = observed_noise(confirmed.values(), planned.dtype.epsilon)
     reading = PrimaryReading(item, center, jitter, resolution, primary, purity.stateful)
-    judged = {k: _judge_coordinate(reading, k, differences, noise) for k, differences in confirmed.items()}
-    for k, record in judged.items():
-        last = _last_confirmation(item, k, record, confirmed[k], counted)
-        if last:  # 100h may resolve what rounding hid; it never decides a failure h/10 to 10h did not
-            rejudged = _judge_coordinate(reading, k, confirmed[k] + last, noise)
-            judged[k] = rejudged if rejudged.passed else record
+    judged = _confirmed_coordinates(reading, confirmed, counted, noise)
     checks = CoordinateChecks(dataclasses.replace(reading, item=_slim(item)), judged)
-    directional = _judge_direction(item, counted, reading, Resolution(direction_scale, largest[1]), noise)
+    directional = directional or _judge_direction(
+        item, counted, reading, Resolution(direction_scale, largest[1]), noise
+    )
     verdict = verdict_of(checks.verdicts() | {directional.verdict}, purity.stateful)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     return ParameterCheck(
@@ -420,6 +436,18 @@ def _diagnosis(item: ProbedParameter, checks: CoordinateChecks, directional: Dir
         ),
         parts=planned.complex_dtype is not None,
     )
+
+
+def _confirmed_coordinates(reading: PrimaryReading, confirmed: dict, counted: GuardedObjective, noise) -> dict:
+    """k → the record of each coordinate that did not pass at h, judged on its ``confirmed``
+    differences, and at 100h where h/10 to 10h left it undecided."""
+    judged = {k: _judge_coordinate(reading, k, differences, noise) for k, differences in confirmed.items()}
+    for k, record in judged.items():
+        last = _last_confirmation(reading.item, k, record, confirmed[k], counted)
+        if last:  # 100h may resolve what rounding hid; it never decides a failure h/10 to 10h did not
+            rejudged = _judge_coordinate(reading, k, confirmed[k] + last, noise)
+            judged[k] = rejudged if rejudged.passed else record
+    return judged
 
 
 def with_passing_gradients(checks: list, probed: list) -> list:
@@ -480,25 +508,3 @@ def _directional_gap(item: ProbedParameter, directional: DirectionalCheck, toler
         gap=estimate.analytic - estimate.numerical,
         limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
     )
-
-
-def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
-    """The kink tolerance that goes with requested step h at θ: max(ε^(1/6), √(h / max(1, |θ|))).
-
-    Parameters
-    ----------
-    step : float
-        The requested step h, positive and finite.
-    point : float
-        The coordinate's θ.
-    dtype : ProbeDtype, numpy dtype or str
-        The parameter's dtype (float64, float32 or bfloat16).
-    """
-    dtype = dtype if isinstance(dtype, ProbeDtype) else probe_dtype(dtype)
-    return float(_step_kink_tolerances(np.float64(validate_step(step)), np.float64(point), dtype))
-
-
-def _step_kink_tolerances(steps, theta, dtype: ProbeDtype):
-    """max(ε^(1/6), √(h / max(1, |θ|))) of each requested step h at θ (numbers or columns)."""
-    with np.errstate(all="ignore"):
-        return np.maximum(dtype.kink_tolerance, np.sqrt(steps / np.maximum(1.0, np.abs(theta))))

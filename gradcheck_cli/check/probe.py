@@ -168,11 +168,16 @@ def _probed(planned: PlannedParameter, counted: GuardedObjective, center: float,
         coordinate_difference(planned, int(np.argmin(slopes.finite)), minus_values, center, plus_values)
     # a fast check probes no coordinate: nothing resolves S, read from f (fast.py)
     scale = _scale(columns.offsets, slopes, planned.gradient_peak) if len(columns) else None
-    saved, displacement = counted.snapshots[planned.name], _direction_displacement(planned)
+    saved, displacement = counted.snapshots[planned.name], direction_displacement(planned)
     direction = probe_parameter_direction(planned, saved, displacement, 1.0, counted, scale)
     item = ProbedParameter(planned, minus_values, plus_values, slopes, saved, displacement, direction)
     item.direction_scale = scale.norm if direction is not None and scale is not None else 0.0
     return item
+
+
+def own_direction(planned: PlannedParameter, counted: GuardedObjective, center: float) -> ProbedParameter:
+    """A fast check's parameter probed along its own direction alone, no coordinate (fast.py)."""
+    return _probed(planned, counted, center, [], [])
 
 
 def coordinate_difference(planned, k: int, minus_values, center: float, plus_values) -> CentralDifference:
@@ -212,7 +217,7 @@ def probe_parameter_direction(
         raise AtParameter(parameter=planned.name, source=error) from error
 
 
-def _direction_displacement(planned: PlannedParameter) -> Direction:
+def direction_displacement(planned: PlannedParameter) -> Direction:
     """s_i·u·max(1, |θ_i|), u = ε^(1/3)/√N (or s_i·h/√N): each coordinate's step along the ±1 direction,
     scaled so that ‖Δ‖ is about one step."""
     return Direction(

@@ -183,7 +183,8 @@ def _verdict_lines(label: str, record, step_name: str) -> list:
 
 def _directional_lines(parameter) -> list:
     direction, label = parameter.directional, f"{parameter.name} directional"
-    lines = [f"{label}: elements={direction.elements} moved={direction.moved}"]
+    joint = f" joint={_names(direction.joint)}" if direction.joint else ""
+    lines = [f"{label}: elements={direction.elements} moved={direction.moved}{joint}"]
     lines += [f"{label} multiplier={spacing_text(e.step)}: {estimate_fields(e)}" for e in direction.estimates]
     return [*lines, f"{label} verdict: {direction.verdict}; {in_flags(direction.reason)}"]
 

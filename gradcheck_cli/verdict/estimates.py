@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.dtypes import ProbeDtype
+from ..engine.dtypes import ProbeDtype, probe_dtype
+from ..engine.estimator import validate_step
 from ..engine.sweep import ProbeColumns, SlopeColumns
 from .reasons import NOISE_LIMIT
 from .rules import verdict_passes
@@ -31,6 +32,8 @@ __all__ = [
     "ObservedNoise",
     "observed_noise",
     "series_noise",
+    "kink_tolerance_for_step",
+    "step_kink_tolerances",
 ]
 
 
@@ -363,3 +366,25 @@ def _gain(difference) -> float:
     left = difference.left_weight / difference.minus_spacing
     right = difference.right_weight / difference.plus_spacing
     return left + right + abs(left - right)
+
+
+def kink_tolerance_for_step(step: float, point: float, dtype) -> float:
+    """The kink tolerance that goes with requested step h at θ: max(ε^(1/6), √(h / max(1, |θ|))).
+
+    Parameters
+    ----------
+    step : float
+        The requested step h, positive and finite.
+    point : float
+        The coordinate's θ.
+    dtype : ProbeDtype, numpy dtype or str
+        The parameter's dtype (float64, float32 or bfloat16).
+    """
+    dtype = dtype if isinstance(dtype, ProbeDtype) else probe_dtype(dtype)
+    return float(step_kink_tolerances(np.float64(validate_step(step)), np.float64(point), dtype))
+
+
+def step_kink_tolerances(steps, theta, dtype: ProbeDtype):
+    """max(ε^(1/6), √(h / max(1, |θ|))) of each requested step h at θ (numbers or columns)."""
+    with np.errstate(all="ignore"):
+        return np.maximum(dtype.kink_tolerance, np.sqrt(steps / np.maximum(1.0, np.abs(theta))))
