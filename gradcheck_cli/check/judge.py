@@ -421,21 +421,11 @@ def _diagnosis(item: ProbedParameter, checks: CoordinateChecks, directional: Dir
     failed, planned = checks.failed(), item.planned
     if not failed and directional.verdict != FAILED:
         return None  # nothing to diagnose: the columns the diagnosis reads are not made
-    return diagnose_parameter(
-        failed,
-        checks.passing_index_columns(),
-        directional,
-        np.asarray(planned.gradient, dtype=np.float64) if failed else planned.gradient,  # read if failed
-        _directional_gap(item, directional, planned.tolerance),
-        Scope(
-            planned.name,
-            len(checks),
-            int(planned.array.size),
-            checks.verdict_count(INCONCLUSIVE),
-            checks.index_columns(),
-        ),
-        parts=planned.complex_dtype is not None,
-    )
+    size, inconclusive = int(planned.array.size), checks.verdict_count(INCONCLUSIVE)
+    scope = Scope(planned.name, len(checks), size, inconclusive, checks.index_columns())
+    gradient = np.asarray(planned.gradient, dtype=np.float64) if failed else planned.gradient  # read if failed
+    gap, parts = _directional_gap(item, directional, planned.tolerance), planned.complex_dtype is not None
+    return diagnose_parameter(failed, checks.passing_index_columns(), directional, gradient, gap, scope, parts=parts)
 
 
 def _confirmed_coordinates(reading: PrimaryReading, confirmed: dict, counted: GuardedObjective, noise) -> dict:
