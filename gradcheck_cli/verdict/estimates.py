@@ -279,9 +279,10 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
         return np.full(shape, epsilon)
     with np.errstate(all="ignore"):  # a value beyond float32's range is no number of it: no warning
         single, rounded = _float32_numbers((minus_values, center, plus_values), shape)
-        half = single & _bfloat16_numbers(rounded) if single.any() else single
+        found = single.any()
+        half = single & _bfloat16_numbers(rounded) if found else single
         # at float32's ε or coarser, only the values that are bfloat16 numbers may carry a coarser one
-        if not (single if epsilon < 2.0**-23 else half).any():
+        if not found or (epsilon >= 2.0**-23 and not half.any()):
             return np.full(shape, epsilon)
         if points is not None:
             single_points, rounded = _float32_numbers(points, shape)
