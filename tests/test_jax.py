@@ -593,6 +593,30 @@ def test_the_fast_check_fails_a_doubled_row_through_a_custom_vjp_and_passes_the_
     assert {check.coordinate[0] for check in wrong.parameter("w").checks.failed()} == {3}
 
 
+def test_a_fast_check_of_two_inputs_calls_fn_five_times_and_its_first_value_is_real():
+    """jax.vjp's trace, the host call that finds the arrays give its outputs (whose value is the
+    first f(θ)), the joint direction's two probes and f(θ) again."""
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(3, 4)))
+    w, b = jnp.asarray(rng.normal(size=(5, 4))), jnp.asarray(rng.normal(size=5))
+    calls = []
+
+    def fn(w, b):
+        calls.append(None)
+        return jnp.tanh(x @ w.T + b).sum()
+
+    report = check_function(fn, (w, b), fast=True)
+    assert report.passed and report.evaluations == 4 and len(calls) == 5
+    assert report.parameters[0].directional.joint == ("w", "b")
+
+    def drifting(w, b):
+        calls.append(None)
+        return jnp.tanh(x @ w.T + b).sum() + 1e-3 * len(calls)
+
+    drifted = check_function(drifting, (w, b), fast=True)
+    assert drifted.purity.stateful and not drifted.passed
+
+
 def test_fn_is_called_with_the_host_arrays_where_they_give_its_outputs_and_with_jax_copies_elsewhere():
     from gradcheck_cli.adapters.jax.derivatives import evaluated_leaves
 

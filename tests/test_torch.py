@@ -1506,3 +1506,28 @@ def test_the_fast_check_fails_a_doubled_row_through_a_function_and_passes_the_ri
     wrong = check_function(lambda x, w: RowScaledLinear.apply(x, w, 3, 2.0), (x, weight), fast=True)
     assert wrong.failing_parameters == ("inputs[1]",)
     assert {check.coordinate[0] for check in wrong.parameter("inputs[1]").checks.failed()} == {3}
+
+
+def test_a_fast_check_of_two_inputs_calls_fn_four_times_and_its_first_value_is_real():
+    """The forward that the backward ran on gives the first f(θ); the joint direction's two probes and
+    f(θ) again are the other calls. A function whose value drifts is found stateful by that first value."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, generator=generator, dtype=torch.float64)
+    weight = torch.randn(5, 4, generator=generator, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(5, generator=generator, dtype=torch.float64, requires_grad=True)
+    calls = []
+
+    def fn(weight, bias):
+        calls.append(None)
+        return torch.tanh(x @ weight.T + bias).sum()
+
+    report = check_function(fn, (weight, bias), fast=True)
+    assert report.passed and report.evaluations == len(calls) == 4
+    assert report.parameters[0].directional.joint == ("inputs[0]", "inputs[1]")
+
+    def drifting(weight, bias):
+        calls.append(None)
+        return torch.tanh(x @ weight.T + bias).sum() + 1e-3 * len(calls)
+
+    drifted = check_function(drifting, (weight, bias), fast=True)
+    assert drifted.purity.stateful and not drifted.passed

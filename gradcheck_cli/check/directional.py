@@ -136,7 +136,8 @@ def probe_joint(probings: list, changes: list) -> tuple | None:
     """Every parameter of ``probings`` moved along its own direction at once (multiplier 1): θ₊
     written into each array, f once, θ₋ into each, f once, every array restored on every path.
 
-    ``(DirectionalProbe of the whole, each parameter's ‖a∘s‖₂/2)``; None where one parameter's
+    ``(DirectionalProbe of the whole, each parameter's share min(‖a∘s‖₂, |Σ a·s|)/2)``: the size of
+    an error in it that the joint estimate shows, and of one proportional to its gradient; None where one parameter's
     probes are unusable (a probe overflows, no element moves, a sum of squares cannot be trusted)
     or f raises or is not finite there: its own probes then say which. ``changes[k]`` is raised
     where the objective changed parameter k (as :func:`probe_direction`'s ``changed``)."""
@@ -166,7 +167,7 @@ def probe_joint(probings: list, changes: list) -> tuple | None:
         restored = [write_back(probing.array, Ellipsis, probing.saved) for probing in written]
     if not all(restored):
         raise ReadOnlyArray(role="parameters", during_check=True)
-    shares = tuple(math.sqrt(sums.squares) / 2 for _, sums in passes)
+    shares = tuple(min(math.sqrt(sums.squares), abs(sums.dot)) / 2 for _, sums in passes)
     probe = DirectionalProbe(
         multiplier=1.0,
         minus_value=minus_value,

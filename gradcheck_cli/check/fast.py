@@ -30,24 +30,27 @@ __all__ = ["fast_checks", "JOINT_TOLERANCE"]
 #: What the joint direction holds each parameter it covers to: a change of that parameter's share of
 #: the directional derivative beyond JOINT_TOLERANCE·‖a∘s‖₂ of its own fails the joint test.
 JOINT_TOLERANCE = 1.0e-3
+#: The second direction's signs are the check's seed's XOR this: a parameter whose tolerance is
+#: coarser than JOINT_TOLERANCE/10 (float32's) passes a fast check only along two directions.
+SECOND_DIRECTION = 0x5EC0D
 
 
 def fast_checks(plan: list, counted: GuardedObjective, options: Options, probing) -> tuple:
     """(each parameter's record, the purity): f(θ), the joint direction's two probes where the
-    parameters can share one, each other parameter's direction, f(θ) again, each judged (a direction
-    confirmed at other multipliers where the first cannot decide); where one does not pass, the
-    parameter checked as the default check checks it. ``probing(plan)`` is the context in which a
-    plan's coordinates are probed (a pool of workers, or none)."""
-    epsilon = min(planned.dtype.epsilon for planned in plan)
-    covered, probed = _joint_pass(plan, counted) if _joinable(plan) else ({}, first_pass(plan, counted, None))
-    purity = purity_of(counted.centers, epsilon)
-    if covered and not _still_passes(covered, counted, purity):  # f(θ)'s later values widened its bar
-        probed += first_pass([planned for planned in plan if planned.name in covered], counted, None)
-        covered, purity = {}, purity_of(counted.centers, epsilon)
-    for item in probed:
-        item.direction_scale = _measured_scale(item)
-    checks = _judged(probed, counted, purity, covered)
-    unpassed = [item.planned for item, check in zip(probed, checks) if not check.passed]
+    parameters can share one, each other parameter's direction (and a second one where its tolerance
+    is coarse), f(θ) again, each judged (a direction confirmed at other multipliers where the first
+    cannot decide); where one does not pass, the parameter checked as the default check checks it.
+    ``probing(plan)`` is the context in which a plan's coordinates are probed (a pool of workers, or none)."""
+    covered, probed, seconds, purity = _directions(plan, counted)
+    checks = _judged(probed, counted, purity, covered, seconds)
+    seconds_unpassed = {
+        item.planned.name
+        for item, check in zip(seconds, _judged(seconds, counted, purity, covered, probed))
+        if not check.passed
+    }
+    unpassed = [
+        item.planned for item, check in zip(probed, checks) if not check.passed or item.planned.name in seconds_unpassed
+    ]
     if unpassed:
         probed, checks, purity = _localized(unpassed, probed, checks, counted, options, probing, covered)
     records = dict(zip([item.planned.name for item in probed], checks))
@@ -59,6 +62,23 @@ def fast_checks(plan: list, counted: GuardedObjective, options: Options, probing
     return with_passing_gradients([records[name] for name in names], [items[name] for name in names]), purity
 
 
+def _directions(plan: list, counted: GuardedObjective) -> tuple:
+    """(the parameters the joint test covers, the others probed along their own direction, the
+    second directions, the purity): every probe of the first pass, between f(θ) and f(θ) again."""
+    epsilon = min(planned.dtype.epsilon for planned in plan)
+    if _joinable(plan):
+        (covered, probed), seconds = _joint_pass(plan, counted), []
+    else:
+        covered, (probed, seconds) = {}, _own_passes(plan, counted)
+    purity = purity_of(counted.centers, epsilon)
+    if covered and not _still_passes(covered, counted, purity):  # f(θ)'s later values widened its bar
+        probed += first_pass([planned for planned in plan if planned.name in covered], counted, None)
+        covered, purity = {}, purity_of(counted.centers, epsilon)
+    for item in probed + seconds:
+        item.direction_scale = _measured_scale(item)
+    return covered, probed, seconds, purity
+
+
 def _joinable(plan: list) -> bool:
     """Whether the plan's parameters can share one direction: two or more, of one dtype, step and
     tolerances, the tolerance at most a tenth of JOINT_TOLERANCE (float64's: float32's is not)."""
@@ -66,6 +86,20 @@ def _joinable(plan: list) -> bool:
     same = [(p.dtype.name, p.step, p.tolerance, p.kink_tolerance, p.complex_dtype is None) for p in plan]
     alike = all(each == same[0] for each in same)
     return len(plan) > 1 and alike and not isinstance(first.step, str) and first.tolerance * 10 <= JOINT_TOLERANCE
+
+
+def _own_passes(plan: list, counted: GuardedObjective) -> tuple:
+    """(each parameter probed along its own direction, and along a second one where its tolerance is
+    coarser than JOINT_TOLERANCE/10), between f(θ) and f(θ) again."""
+    center = counted.center()
+    probed = [own_direction(planned, counted, center) for planned in plan]
+    seconds = [
+        own_direction(dataclasses.replace(planned, seed=planned.seed ^ SECOND_DIRECTION), counted, center)
+        for planned in plan
+        if planned.tolerance * 10 > JOINT_TOLERANCE
+    ]
+    counted.center()
+    return probed, seconds
 
 
 def _joint_pass(plan: list, counted: GuardedObjective) -> tuple:
@@ -80,7 +114,7 @@ def _joint_pass(plan: list, counted: GuardedObjective) -> tuple:
 
 
 def _joint_probe(plan: list, counted: GuardedObjective):
-    """(the joint probe, each parameter's share ‖a∘s‖₂/2) of every parameter moved at once, or None."""
+    """(the joint probe, each parameter's share) of every parameter moved at once, or None."""
     for planned in plan:
         counted.unchanged(planned.name, at={})  # its bits: compared in the plus probe's pass
     probings = [
@@ -100,8 +134,8 @@ def _joint_probe(plan: list, counted: GuardedObjective):
 
 def _covered(plan: list, probe, shares: tuple, center: float, purity) -> dict:
     """{name: (the joint DirectionalCheck, its item)} of each parameter the passed joint test holds:
-    its share ‖a∘s‖₂/2 at least tolerance/JOINT_TOLERANCE of the joint estimate's scale; {} unless
-    the joint test passed."""
+    its share min(‖a∘s‖₂, |Σ a·s|)/2 at least tolerance/JOINT_TOLERANCE of the joint estimate's
+    scale; {} unless the joint test passed."""
     item = ProbedParameter(plan[0], *_empty(plan[0], center), direction=probe)
     item.direction_scale = _measured_scale(item)
     check = judge_joint_direction(item, center, purity, item.direction_scale)
@@ -124,9 +158,10 @@ def _still_passes(covered: dict, counted: GuardedObjective, purity) -> bool:
     return check is not None and check.passed
 
 
-def _judged(probed: list, counted: GuardedObjective, purity, covered: dict) -> list:
-    """Each direction-only parameter's record, judged beside the check's largest measured scale."""
-    largest = _largest(probed, covered)
+def _judged(probed: list, counted: GuardedObjective, purity, covered: dict, others: tuple = ()) -> list:
+    """Each direction-only parameter's record, judged beside the check's largest measured scale (of
+    ``others`` too: the second directions)."""
+    largest = _largest([*probed, *others], covered)
     return [judge_parameter(item, counted, purity, largest, item.direction_scale) for item in probed]
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ...check import Options
 from ...check.derivatives import DerivativeProblem, path_label
 from ...core.defaults import SEED
+from ...engine.blocks import same_array_bits
 from ...engine.cotangents import tangent, tangent_problem
 from ...engine.problem import GradientProblem
 from .call_checks import forward_call_checks, reverse_call_checks
@@ -83,9 +84,15 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
         checks, variation = reverse_call_checks(call, outputs, pullback, grads, options, seed, text)
     gradients = dict(zip(call.names, (host_gradient(grad) for grad in grads)))  # conjugated out of JAX's convention
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
-    leaves = evaluated_leaves(g, [parameters[name] for name in call.names], outputs)
+    arrays = [parameters[name] for name in call.names]
+    leaves = evaluated_leaves(g, arrays, outputs)
+    # the host call that found them gave the vjp's outputs: its value is the check's first f(θ)
+    at_theta = [first.inner(outputs)] if leaves() is arrays else []
 
     def objective(_copies):
+        if at_theta and all(same_array_bits(array, call.origins[name]) for name, array in zip(call.names, arrays)):
+            return at_theta.pop()
+        at_theta.clear()
         return first.inner(g(*leaves()))
 
     return GradientProblem(objective, parameters, gradients), checks, variation

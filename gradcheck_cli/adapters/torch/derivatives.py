@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...engine.blocks import same_array_bits
 from ...engine.cotangents import tangent
 from ...errors import InvalidCall
 from .calls import checked_inputs, differentiable, outputs_of
@@ -58,6 +59,10 @@ class Bound:
             return outputs_of(returned, self.call_text)
 
         self.base = base
+
+    def at_origins(self) -> bool:
+        """Whether every checked input holds its original values, bit for bit."""
+        return all(same_array_bits(self.views[name], origin) for name, origin in self.origins.items())
 
     def tangents(self, seed: int, only: int | None = None) -> list:
         """Each input's tangent (:func:`~gradcheck_cli.engine.cotangents.tangent`) as a float64 tensor;

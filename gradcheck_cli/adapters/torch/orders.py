@@ -62,9 +62,13 @@ def reverse_problem(bound: Bound, g, seed: int, options: Options | None) -> tupl
     grads = pulled_back(outputs, u, bound.xs, bound.call_text)
     calls, variation = ((), 0.0) if options is None else reverse_call_checks(bound, outputs, u, grads, options, seed)
     count = len(outputs)
+    at_theta = [inner_product(outputs, u, count, bound.call_text)]  # this call's value: the check's first f(θ)
     del outputs
 
     def objective(_views):
+        if at_theta and bound.at_origins():
+            return at_theta.pop()
+        at_theta.clear()
         return inner_product(evaluated(g, bound.xs, bound.random_seed), u, count, bound.call_text)
 
     gradients = {name: gradient_array(grad, x) for name, grad, x in zip(bound.names, grads, bound.xs)}
