@@ -280,24 +280,32 @@ def _directional_check(planned: PlannedParameter, probes: list, estimates: tuple
 @dataclass(eq=False)
 class _DirectionReading:
     """What a parameter's directional estimates are judged with: its probed ``item`` and coordinates'
-    ``reading``, the ``resolution``, the ``epsilon`` f's values carry and f(θ) ``center``."""
+    ``reading``, the ``resolution``, the ``epsilon`` f's values carry and f(θ) ``center``. A probe's
+    estimate and floor are computed once for each ``epsilon`` (the probes live as long as it does)."""
 
     item: ProbedParameter
     reading: PrimaryReading
     resolution: Resolution
     epsilon: float
     center: float
+    known: dict = dataclasses.field(default_factory=dict)
 
     def estimate(self, probe):
-        planned, resolution = self.item.planned, self.resolution
-        scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
-        tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
-        noise = NoiseModel(self.epsilon, self.reading.jitter, tolerance)
-        return directional_estimate(probe, self.center, noise, scale, resolution.gradient)
+        key = ("estimate", id(probe), self.epsilon)
+        if key not in self.known:
+            planned, resolution = self.item.planned, self.resolution
+            scale = max(resolution.gradient, resolution.check) or 1.0  # all zero: the chapter's floor
+            tolerance = float(_kink_tolerances(planned, 0.0 if planned.step is None else planned.step, 0.0))
+            noise = NoiseModel(self.epsilon, self.reading.jitter, tolerance)
+            self.known[key] = directional_estimate(probe, self.center, noise, scale, resolution.gradient)
+        return self.known[key]
 
     def standard(self, first) -> Standard:
-        floor = _direction_floor(self.item.planned, first, self.center, self.epsilon)
-        return Standard(self.item.planned.tolerance, self.resolution, floor, "multiplier")
+        key = ("standard", id(first), self.epsilon)
+        if key not in self.known:
+            floor = _direction_floor(self.item.planned, first, self.center, self.epsilon)
+            self.known[key] = Standard(self.item.planned.tolerance, self.resolution, floor, "multiplier")
+        return self.known[key]
 
     def judged(self, probes: list, noise: ObservedNoise) -> tuple:
         """The estimates of ``probes`` (the first at multiplier 1), with their slopes' curvature and
@@ -391,21 +399,6 @@ def judge_parameter(
     )
     verdict = verdict_of(checks.verdicts() | {directional.verdict}, purity.stateful)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
-    diagnosis = diagnose_parameter(
-        checks.failed(),
-        checks.passing_index_columns(),
-        directional,
-        np.asarray(planned.gradient, dtype=np.float64) if checks.failed() else planned.gradient,  # read if failed
-        _directional_gap(item, directional, planned.tolerance),
-        Scope(
-            planned.name,
-            len(checks),
-            int(planned.array.size),
-            checks.verdict_count(INCONCLUSIVE),
-            checks.index_columns(),
-        ),
-        parts=planned.complex_dtype is not None,
-    )
     return ParameterCheck(
         name=planned.name,
         dtype=planned.shown_dtype,
@@ -419,8 +412,20 @@ def judge_parameter(
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=diagnosis,
+        diagnosis=_diagnosis(item, checks, directional),
     )
+
+
+def _diagnosis(item: ProbedParameter, checks: CoordinateChecks, directional: DirectionalCheck):
+    """The parameter's diagnosis: None when neither a coordinate nor the directional test failed."""
+    failed, planned = checks.failed(), item.planned
+    if not failed and directional.verdict != FAILED:
+        return None  # nothing to diagnose: the columns the diagnosis reads are not made
+    size, inconclusive = int(planned.array.size), checks.verdict_count(INCONCLUSIVE)
+    scope = Scope(planned.name, len(checks), size, inconclusive, checks.index_columns())
+    gradient = np.asarray(planned.gradient, dtype=np.float64) if failed else planned.gradient  # read if failed
+    gap, parts = _directional_gap(item, directional, planned.tolerance), planned.complex_dtype is not None
+    return diagnose_parameter(failed, checks.passing_index_columns(), directional, gradient, gap, scope, parts=parts)
 
 
 def _confirmed_coordinates(reading: PrimaryReading, confirmed: dict, counted: GuardedObjective, noise) -> dict:
@@ -441,15 +446,14 @@ def with_passing_gradients(checks: list, probed: list) -> list:
     passing = {item.planned.name: item.planned.gradient for item, check in zip(probed, checks) if check.passed}
     if not passing:
         return checks
-    return [
-        dataclasses.replace(
-            check,
-            diagnosis=with_other_parameters(
-                check.diagnosis, check.name, check.checks.failed(), {**passing, check.name: item.planned.gradient}
-            ),
-        )
-        for item, check in zip(probed, checks)
-    ]
+    updated = []
+    for item, check in zip(probed, checks):
+        diagnosis = check.diagnosis
+        if diagnosis is not None:  # none stays none
+            gradients = {**passing, check.name: item.planned.gradient}
+            diagnosis = with_other_parameters(diagnosis, check.name, check.checks.failed(), gradients)
+        updated.append(check if diagnosis is check.diagnosis else dataclasses.replace(check, diagnosis=diagnosis))
+    return updated
 
 
 def _last_confirmation(item: ProbedParameter, k: int, record, differences: list, counted: GuardedObjective) -> list:

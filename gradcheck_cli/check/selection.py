@@ -106,8 +106,11 @@ def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Call
         block = blocks.read(start, stop)
         if block.dtype != np.float32:  # |float32| is exact in float64, cast by np.abs into the buffer
             block = block.astype(np.float64, copy=False)
-        high, low = float(np.max(block, initial=-math.inf)), float(np.min(block, initial=math.inf))  # NaN: NaN
-        peak = max(high, -low, 0.0) if not (math.isnan(high) or math.isnan(low)) else math.nan
+        high, low = (
+            float(np.maximum.reduce(block, initial=-math.inf)),
+            float(np.minimum.reduce(block, initial=math.inf)),
+        )
+        peak = max(high, -low, 0.0) if not (math.isnan(high) or math.isnan(low)) else math.nan  # NaN: NaN
         if non_finite is not None and not math.isfinite(peak):
             non_finite()
         largest = peak if not peak <= largest else largest
@@ -118,7 +121,9 @@ def _largest_entries(blocks: FlatBlocks, size: int, count: int, non_finite: Call
         if hits.size == 0:
             continue
         found, at = _top(magnitudes[hits], hits + start, count)
-        values, offsets = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
+        if values.size:  # the best of the blocks before and of this one
+            found, at = _top(np.concatenate([values, found]), np.concatenate([offsets, at]), count)
+        values, offsets = found, at
         if values.size == count:
             threshold = float(values.min())
     return offsets.tolist(), largest
@@ -213,26 +218,25 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray, largest
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0
-    taken = np.array(largest, dtype=np.int64)
-    spread = _stratified_offsets(shape, needed, square) if needed > 0 else np.zeros(0, dtype=np.int64)
-    unique, where = np.unique(spread, return_index=True)
-    new = spread[np.sort(where[~np.isin(unique, taken)])]
+    taken = set(largest)
+    new = _fresh(_stratified_offsets(shape, needed, square).tolist() if needed > 0 else [], taken)
     while len(new) < needed and first < limit:  # R_d points until enough distinct ones
         count = min(limit - first, max(64, 2 * (needed - len(new))))
-        candidates = np.concatenate([new, _spread_offsets(shape, multipliers, first, count, square)])
-        unique, where = np.unique(candidates, return_index=True)
-        fresh = ~np.isin(unique, taken)
-        new = candidates[np.sort(where[fresh])][:needed]
+        new = _fresh(new + _spread_offsets(shape, multipliers, first, count, square).tolist(), taken)[:needed]
         first += count
-    chosen = np.concatenate([taken, new])
+    chosen = [*largest, *new]
     if len(chosen) < samples:  # only for extents too narrow to spread
-        chosen = dict.fromkeys(chosen.tolist())
+        chosen = dict.fromkeys(chosen)
         for fallback in sampled_offsets(shape, samples):
             if len(chosen) >= samples:
                 break
             chosen.setdefault(fallback)
-        chosen = np.array(list(chosen), dtype=np.int64)
-    return np.sort(chosen).tolist()
+    return sorted(chosen)
+
+
+def _fresh(offsets: list, taken: set) -> list:
+    """``offsets`` each where it first comes, but for the ``taken`` ones."""
+    return [offset for offset in dict.fromkeys(offsets) if offset not in taken]
 
 
 def select_offsets(shape: tuple, samples: int, gradient: np.ndarray, sampler: str, largest: list | None = None) -> list:

@@ -43,8 +43,10 @@ def scratch(name: str, count: int, dtype=np.float64) -> np.ndarray:
     last one instead of having fresh ones mapped (a few MiB a thread, kept)."""
     size = min(BLOCK, count)
     local = _SCRATCH.__dict__
-    buffers = local.setdefault("buffers", {})
-    key = (local.get("depth", 0), name, np.dtype(dtype))
+    buffers = local.get("buffers")
+    if buffers is None:
+        buffers = local["buffers"] = {}
+    key = (local.get("depth", 0), name, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
     buffer = buffers.get(key)
     if buffer is None or len(buffer) < size:
         buffer = buffers[key] = np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype)
@@ -157,10 +159,11 @@ def same_array_bits(first, second, offsets=None) -> bool:
     as_bits = np.dtype(f"u{first.dtype.itemsize}")
     if offsets is not None:
         offsets = np.asarray(offsets, dtype=np.intp)
-        first, second = (
-            np.ndarray.flat.__get__(np.ndarray.view(each, np.ndarray))[offsets] for each in (first, second)
-        )
-        return np.array_equal(first.view(as_bits), second.view(as_bits))
+        if offsets.size == 0:  # nothing to compare
+            return True
+        first = np.ndarray.flat.__get__(np.ndarray.view(first, np.ndarray))[offsets]
+        second = np.ndarray.flat.__get__(np.ndarray.view(second, np.ndarray))[offsets]
+        return bool(np.equal(first.view(as_bits), second.view(as_bits)).all())
     first, second = FlatBlocks(first), FlatBlocks(second)
     for start, stop in block_bounds(first.array.size):  # a block at a time: no temporary of the array's size
         if not np.array_equal(first.read(start, stop).view(as_bits), second.read(start, stop).view(as_bits)):

@@ -99,9 +99,9 @@ def with_probes(columns: ProbeColumns, dtype: ProbeDtype, step: float | None) ->
         plus_unit = plus_spacing / largest
         left_weight = plus_unit / (minus_unit + plus_unit)
         right_weight = minus_unit / (minus_unit + plus_unit)
-        valid = np.isfinite(minus) & np.isfinite(plus) & (minus != theta) & (plus != theta)
-        valid &= np.isfinite(minus_spacing) & (minus_spacing > 0.0) & np.isfinite(plus_spacing) & (plus_spacing > 0.0)
-        valid &= np.isfinite(left_weight) & np.isfinite(right_weight)
+        # Spacings finite and positive: both probes finite and off θ, and the weights finite (the
+        # larger unit is 1); a non-finite θ or probe makes a spacing NaN or infinite.
+        valid = np.isfinite(minus_spacing) & np.isfinite(plus_spacing) & (minus_spacing > 0.0) & (plus_spacing > 0.0)
     for k in np.flatnonzero(~valid).tolist():  # the chapter's validation decides (the first raises)
         geometry = _geometry(columns, k, float(steps[k]), float(minus[k]), float(plus[k]))
         minus_spacing[k], plus_spacing[k] = geometry.minus_spacing, geometry.plus_spacing
@@ -134,8 +134,9 @@ def _rounded_probes(theta: np.ndarray, steps: np.ndarray, dtype: ProbeDtype) -> 
     """fl(θ − h), fl(θ + h) rounded once into ``dtype`` (as f64 columns)."""
     if dtype.significand_bits == 53:
         return theta - steps, theta + steps
-    if dtype.significand_bits == 24:
-        return _float32_rounded(theta, -steps), _float32_rounded(theta, steps)
+    if dtype.significand_bits == 24:  # both sides in one pass: half the calls on a few coordinates
+        both = _float32_rounded(np.concatenate([theta, theta]), np.concatenate([-steps, steps]))
+        return both[: len(theta)], both[len(theta) :]
     # bfloat16: one exact rational rounding per probe, as dtype_perturbations does it.
     pairs = [(Fraction(t), Fraction(h)) for t, h in zip(theta.tolist(), steps.tolist())]
     minus = [dtype.round_exact(point - step) for point, step in pairs]

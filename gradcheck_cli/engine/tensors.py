@@ -119,9 +119,10 @@ def writable_memory(array: np.ndarray) -> bool:
     """Whether this process may write the memory under ``array`` (its first and last byte's pages).
 
     The kernel is asked to write each byte's own value there from a pipe, which fails with
-    EFAULT on a read-only page instead of faulting; POSIX only (elsewhere: True).
+    EFAULT on a read-only page instead of faulting; POSIX only (elsewhere: True). Memory numpy
+    allocated itself (the array, or the array a view is over, owns its data) is writable: not asked.
     """
-    if os.name != "posix" or array.size == 0:
+    if os.name != "posix" or array.size == 0 or _numpy_allocated(array):
         return True
     import ctypes
 
@@ -137,6 +138,14 @@ def writable_memory(array: np.ndarray) -> bool:
         os.close(reading)
         os.close(writing)
     return True
+
+
+def _numpy_allocated(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory was allocated by numpy: it owns its data, or the array it is a view of does."""
+    base = array
+    while isinstance(base, np.ndarray) and not base.flags.owndata:
+        base = base.base
+    return isinstance(base, np.ndarray)
 
 
 @functools.cache

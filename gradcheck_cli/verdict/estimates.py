@@ -151,14 +151,16 @@ def stencil_estimates(differences: list, analytic: float, noise: NoiseModel):
     )
 
 
-def _stencil_columns(columns: ProbeColumns, values: ProbeValues, noise: NoiseModel):
+def _stencil_columns(columns: ProbeColumns, values: ProbeValues, noise: NoiseModel, epsilons=None):
     """Three-point estimates' columns at the ``columns``' steps and probes: the bar over the
-    stencil's gain, the slopes at the kink tolerance."""
+    stencil's gain (the values' ``epsilons``, :func:`value_epsilons` unless given), the slopes at
+    the kink tolerance."""
+    if epsilons is None:
+        epsilons = _value_epsilons(columns, values, noise.epsilon)
     with np.errstate(all="ignore"):
         left, right = values.slopes.left, values.slopes.right
         slope_scale = np.maximum(np.maximum(1.0, np.abs(left)), np.abs(right))
         largest_value = np.maximum(np.maximum(np.abs(values.minus), np.abs(values.center)), np.abs(values.plus))
-        epsilons = _value_epsilons(columns, values, noise.epsilon)
         # f(θ)'s jitter moves each slope by up to 2·jitter/h: no corner within it
         allowance = 2 * noise.jitter * (1.0 / columns.minus_spacing + 1.0 / columns.plus_spacing) / slope_scale
         consistent = np.abs(left / slope_scale - right / slope_scale) <= noise.kink_tolerance + allowance
@@ -222,8 +224,8 @@ def primary_columns(
     """
     if len(columns) == 0:  # a fast check's parameter: no coordinate
         return _no_coordinates()
-    estimates = _stencil_columns(columns, values, noise)
     epsilons = _value_epsilons(columns, values, noise.epsilon)
+    estimates = _stencil_columns(columns, values, noise, epsilons)
     tolerance, resolution = standard.tolerance, standard.resolution.gradient
     floor = sensitivity_floors(columns.step, columns.theta, epsilons, tolerance, floor_factor)
     with np.errstate(all="ignore"):
@@ -272,26 +274,35 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
     (θ−h, θ, θ+h columns), that is evidence only where some point is no number of that precision:
     a float64 objective exact at small integers and a dyadic step returns such numbers too."""
     minus_values, plus_values = np.asarray(minus_values, dtype=np.float64), np.asarray(plus_values, dtype=np.float64)
+    shape = minus_values.shape
     if epsilon >= 2.0**-7:
-        return np.full(minus_values.shape, epsilon)
-    single, half = _lower_precision_numbers((minus_values, center, plus_values), minus_values.shape)
-    if points is not None:
-        single_points, half_points = _lower_precision_numbers(points, minus_values.shape)
-        single &= ~single_points
-        half &= ~(half_points & single_points)
+        return np.full(shape, epsilon)
+    with np.errstate(all="ignore"):  # a value beyond float32's range is no number of it: no warning
+        single, rounded = _float32_numbers((minus_values, center, plus_values), shape)
+        found = single.any()
+        half = single & _bfloat16_numbers(rounded) if found else single
+        # at float32's ε or coarser, only the values that are bfloat16 numbers may carry a coarser one
+        if not found or (epsilon >= 2.0**-23 and not half.any()):
+            return np.full(shape, epsilon)
+        if points is not None:
+            single_points, rounded = _float32_numbers(points, shape)
+            single &= ~single_points
+            half &= ~(_bfloat16_numbers(rounded) & single_points)
     return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
 
 
-def _lower_precision_numbers(columns, shape) -> tuple:
-    """Where every column's value is a float32 number, and where also a bfloat16 one."""
+def _float32_numbers(columns, shape) -> tuple:
+    """(where every column's value is a float32 number, the columns rounded to float32), under an errstate."""
     values = np.empty((len(columns), *shape))
     for row, column in enumerate(columns):
         values[row] = column
-    with np.errstate(all="ignore"):
-        rounded = values.astype(np.float32)
-    single = np.all(rounded == values, axis=0)  # float32 against float64: compared exactly
-    half = np.all((rounded.view(np.uint32) & 0xFFFF) == 0, axis=0)
-    return single, half
+    rounded = values.astype(np.float32)
+    return np.logical_and.reduce(rounded == values), rounded  # float32 against float64: compared exactly
+
+
+def _bfloat16_numbers(rounded: np.ndarray) -> np.ndarray:
+    """Where every one of the ``rounded`` columns (float32) is also a bfloat16 number."""
+    return np.logical_and.reduce((rounded.view(np.uint32) & 0xFFFF) == 0)
 
 
 #: The largest value noise, relative to |f|, read as a lower precision inside: float32's rounding

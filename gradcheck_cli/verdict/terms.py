@@ -7,7 +7,7 @@ Scalar work only (no numpy). The rules, and why, are in docs/method.md ("Verdict
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core.record import Record
 from .words import FAILED, INCONCLUSIVE, PASSED, SUSPECTED_KINK
@@ -165,7 +165,7 @@ class Standard:
 
     def own(self) -> Standard:
         """This standard beside the parameter's own largest gradient only (not the check's)."""
-        return replace(self, resolution=Resolution(gradient=self.resolution.gradient, check=0.0))
+        return Standard(self.tolerance, Resolution(gradient=self.resolution.gradient, check=0.0), self.floor, self.unit)
 
 
 @dataclass(frozen=True, slots=True)
