@@ -45,3 +45,14 @@ def test_prints_every_problem_and_the_command_line_with_their_speed_ups_and_equa
         assert stdout.count("reports equal (to_dict): yes") == 4
     else:
         assert "dask: distributed is not installed" in stdout
+
+
+def test_rows_chooses_the_rows_printed():
+    command = [sys.executable, str(BENCHMARKS / "jobs.py"), "--samples", "2", "--warmup", "0", "--command-repeats", "1"]
+    completed = subprocess.run([*command, "--rows", "command"], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert "command line: gradcheck check benchmarks/_recurrent.py:second_problem --samples 2" in completed.stdout
+    assert "calls of problem in one process" not in completed.stdout and "   jobs=1: " not in completed.stdout
+    assert "dask: " not in completed.stdout and completed.stdout.count("load average ") == 2
+    refused = subprocess.run([*command, "--rows", "command,nothing"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "rows are machine,library,dask,command, got 'command,nothing'" in refused.stderr

@@ -151,6 +151,24 @@ def forked():
     return _problem(_squares)
 
 
+def early():
+    # The command's own child processes as it loads the problem: written to a file, by their command lines.
+    if not IN_WORKER:
+        commands = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                if parent == os.getpid():
+                    with open(f"/proc/{entry}/cmdline", "rb") as command:
+                        commands.append(command.read().replace(b"\\0", b" ").decode())
+            except OSError:  # it ended meanwhile
+                continue
+        with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/children", "w") as mark:
+            mark.write("\\n".join(commands))
+    return _problem(_squares)
+
+
 def killed():
     # A worker of a cluster (a nanny's child process) that kills itself at its first probe, as the OOM
     # killer would; the parent process goes on.
@@ -493,6 +511,46 @@ def test_the_workers_are_forks_of_a_forkserver_that_imported_gradcheck(problems,
     assert len(list(tmp_path.iterdir())) == 2 and len(parents) == 1  # two workers, one parent: not the command
     (parent,) = parents
     assert "multiprocessing.forkserver" in parent and "gradcheck_cli.check.parallel" in parent, parent
+    assert "'gradcheck_cli.cli'" in parent, parent  # the command's server: a worker runs its script again
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
+@pytest.mark.parametrize(
+    ("options", "started"),
+    [
+        (["--jobs", "2"], True),
+        (["--jobs", "0"], os.cpu_count() > 1),
+        (["--jobs", "1"], False),
+        (["--jobs", "2", "--fast"], False),
+    ],
+)
+def test_the_command_starts_the_workers_server_before_it_loads_the_problem(problems, tmp_path, options, started):
+    # So that the server's start (an interpreter importing numpy and gradcheck) overlaps the command's own.
+    result = gradcheck("check", f"{problems}:early", *options, env={"GRADCHECK_TEST_PARENTS": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    children = (tmp_path / "children").read_text()
+    assert ("multiprocessing.forkserver" in children) == started, children
+
+
+def test_the_workers_server_is_started_only_for_workers_the_command_starts(monkeypatch):
+    from gradcheck_cli.cli.commands import executor
+
+    started = []
+    monkeypatch.setattr(executor, "start_server", lambda also: started.append(also))
+    monkeypatch.setattr(executor, "usable_cores", lambda: 1)
+    for jobs, address, fast in [
+        (1, None, False),
+        (0, None, False),
+        (-1, None, False),
+        (2, "dask://h:1", False),
+        (2, None, True),
+    ]:
+        executor.start_workers(jobs, address, fast)
+    assert started == []
+    executor.start_workers(3, None, False)
+    monkeypatch.setattr(executor, "usable_cores", lambda: 2)
+    executor.start_workers(0, None, False)
+    assert started == [("gradcheck_cli.cli",)] * 2
 
 
 def test_a_worker_sees_the_environment_of_the_check_not_of_the_forkserver_start(problems, monkeypatch):

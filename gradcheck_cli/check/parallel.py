@@ -7,9 +7,10 @@ for an objective that is a function of its parameters the report is the serial o
 bit (docs/parallel.md).
 
 ``jobs=N`` starts a ``concurrent.futures.ProcessPoolExecutor`` whose workers are forks of the
-standard library's forkserver, which has imported numpy and gradcheck once (``spawn`` where
-there is no forkserver: a script that calls ``check_gradients`` with ``jobs`` needs the
-``if __name__ == "__main__":`` guard either way). ``jobs=`` may instead be any
+standard library's forkserver, which has imported numpy and gradcheck once
+(:mod:`~gradcheck_cli.core.processes`; the command line starts it before its own imports),
+``spawn`` where there is no forkserver: a script that calls ``check_gradients`` with ``jobs``
+needs the ``if __name__ == "__main__":`` guard either way. ``jobs=`` may instead be any
 ``concurrent.futures.Executor`` of the caller's (dask.distributed's ``Client.get_executor()``,
 mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same verification, the same report;
 it is never shut down here. Each worker loads the problem once, by its reference
@@ -40,6 +41,7 @@ import numpy as np
 
 from ..core.blame import exception_line
 from ..core.formatting import short_repr
+from ..core.processes import signals_held, usable_cores, worker_context
 from ..core.record import same_bits
 from ..engine.sweep import ProbeColumns, probe_values
 from ..errors import (
@@ -51,7 +53,7 @@ from ..errors import (
     WorkerDied,
     WorkerProbeDiffers,
 )
-from .workers import HELD_SIGNALS, Setup, array_digest, probe_chunk, start_worker
+from .workers import Setup, array_digest, probe_chunk, start_worker
 
 __all__ = [
     "CHUNKS_PER_WORKER",
@@ -111,13 +113,8 @@ def worker_count(jobs) -> int:
     if count < 0:
         raise InvalidArgument(argument="jobs", value=str(count), expected=expected)
     if count == 0:
-        return _usable_cores()
+        return usable_cores()
     return count
-
-
-def _usable_cores() -> int:
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    return len(usable)
 
 
 def _is_executor(jobs) -> bool:
@@ -136,7 +133,7 @@ def executor_workers(executor) -> int:
         with contextlib.suppress(Exception):
             count = sum(client.nthreads().values())
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        count = _usable_cores()
+        count = usable_cores()
     return max(2, count)
 
 
@@ -227,9 +224,9 @@ class _Pool:
 
         count = min(self.workers.count, sum(len(parameter) for parameter in self.split))
         setup = dataclasses.replace(setup, environment=dict(os.environ))
-        with _interrupts_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
+        with signals_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
             self.executor = concurrent.futures.ProcessPoolExecutor(
-                count, mp_context=_context(), initializer=start_worker, initargs=(setup,)
+                count, mp_context=worker_context(), initializer=start_worker, initargs=(setup,)
             )
             self._submit(setup.key)
         self.processes = self._started()
@@ -378,30 +375,6 @@ def _lost_worker(error: BaseException) -> bool:
     )
 
 
-#: What the forkserver imports once, so that each worker (a fork of it) starts with them imported.
-_PRELOAD = (
-    "numpy",
-    "concurrent.futures.process",
-    "gradcheck_cli.check",
-    "gradcheck_cli.engine.problem",
-    "gradcheck_cli.check.workers",
-    __name__,
-)
-
-
-def _context():
-    """The forkserver start method where the platform has one, its server set to import :data:`_PRELOAD`
-    once when it starts (the first pool of this process starts it); else spawn. Both start workers from
-    a fresh interpreter, never a fork of this process: safe with threads and torch."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(_PRELOAD))
-    return context
-
-
 def _verify(planned, start: int, minus: float, plus: float, counted) -> None:
     """Coordinate ``start`` (a chunk's first) probed again here, uncounted: a worker's two values must
     be this process's bit for bit, or the workers run another objective (WorkerProbeDiffers)."""
@@ -428,17 +401,3 @@ def _chunk(columns: ProbeColumns, start: int, stop: int) -> ProbeColumns:
         minus_point=columns.minus_point[part],
         plus_point=columns.plus_point[part],
     )
-
-
-@contextlib.contextmanager
-def _interrupts_held():
-    """The ending signals blocked in this thread meanwhile (a worker started now inherits the mask), where
-    POSIX can: one arriving while the pool is being built is handled once it is built."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -22,12 +22,13 @@ import numpy as np
 
 from ..core.blame import RAISED_IN_WORKER, user_location, user_traceback
 from ..core.formatting import rust_debug
+from ..core.processes import HELD_SIGNALS
 from ..engine.complex_parts import real_view
 from ..engine.estimator import evaluated_value
 from ..engine.sweep import ProbeColumns, probe_values
 from ..errors import GradCheckError, WorkerProblemDiffers
 
-__all__ = ["HELD_SIGNALS", "Setup", "array_digest", "probe_chunk", "start_worker"]
+__all__ = ["Setup", "array_digest", "probe_chunk", "start_worker"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,6 @@ def array_digest(array) -> str | None:
     digest = hashlib.blake2b(repr((array.dtype.name, array.shape)).encode())
     digest.update(values)
     return digest.hexdigest()
-
-
-#: What a terminal or a supervisor sends to stop a run: the parent handles them (the command line
-#: ends as on Ctrl-C) and stops its workers, which ignore all but SIGTERM, the parent's own stop.
-HELD_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)}
 
 
 #: The problem this process loaded last, by its setup's key: ``key``, then ``objective``, ``parameters``

@@ -7,7 +7,7 @@ from ...core.installs import COMMANDS
 from ...display import render
 from ...display.progress import ProgressBar
 from ..app import Report, output_options, run, summary
-from .executor import dask_executor, executor_address
+from .executor import dask_executor, executor_address, start_workers
 from .options import (
     PARAM_OPTION,
     PROBLEM_HELP,
@@ -124,6 +124,7 @@ def check(
     def compute():
         import dataclasses
 
+        start_workers(jobs, executor, fast)
         from ...check import check_with, options_of
 
         # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.

@@ -1,5 +1,6 @@
-"""``check --executor dask://HOST:PORT``: the address, checked at once, a scheduler's greeting awaited for at
-most :data:`CONNECT_SECONDS`, and the dask client's executor.
+"""Where ``check`` probes the coordinates: ``--jobs N``'s workers, whose server :func:`start_workers` starts
+at once; or ``--executor dask://HOST:PORT``, the address checked at once, a scheduler's greeting awaited for
+at most :data:`CONNECT_SECONDS`, and the dask client's executor.
 
 Whatever answers at the address (nothing, an HTTP server that waits to be spoken to, a server that sends
 something else) is one line naming the address and what answered, exit 2, within the bound: dask's own
@@ -15,16 +16,29 @@ from typing import NamedTuple
 
 from ...core.blame import exception_line
 from ...core.installs import INSTALL
+from ...core.processes import start_server, usable_cores
 from ...errors.command_line import CommandLineError, ExecutorUnavailable
 
-__all__ = ["CONNECT_SECONDS", "Scheduler", "executor_address", "dask_executor"]
+__all__ = ["CONNECT_SECONDS", "Scheduler", "executor_address", "dask_executor", "start_workers"]
 
+#: What each worker imports again when it runs the ``gradcheck`` script as its ``__mp_main__``, as a
+#: spawned or forkserver process runs its parent's main script: imported once in the server instead.
+_WORKERS_MAIN = ("gradcheck_cli.cli",)
 #: How long --executor waits for the scheduler to greet and the client to connect.
 CONNECT_SECONDS = 10
 #: A dask comm's greeting: an 8-byte little-endian length, then that many bytes of frames. A length
 #: outside these bounds is not a greeting.
 _GREETING_BYTES = range(16, 1 << 16)
 _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+
+
+def start_workers(jobs: int, executor: str | None, fast: bool) -> None:
+    """The workers' server started now when ``--jobs`` will start workers (N ≥ 2, or 0 on more than one
+    core; not beside ``--executor``, nor for ``--fast``, which may probe no coordinate), so that its start,
+    an interpreter importing numpy and gradcheck, overlaps this process's own imports and PROBLEM's
+    loading. It runs none of the user's code, and ends with this process, whatever the options."""
+    if executor is None and not fast and (jobs >= 2 or (jobs == 0 and usable_cores() >= 2)):
+        start_server(also=_WORKERS_MAIN)
 
 
 class Scheduler(NamedTuple):
