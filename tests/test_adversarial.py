@@ -128,6 +128,11 @@ def forged_name():
     w = np.array([0.5, -1.25, 2.0])
     return GradientProblem(lambda p: float(np.sum(p[FORGED] ** 2)), {FORGED: w}, {FORGED: 3 * w})  # wrong
 
+def forged_joint():  # right: the fast check's joint direction lists it beside "b"
+    w, b = np.array([0.5, -1.25, 2.0]), np.array([0.25, 1.0])
+    objective = lambda p: float(np.sum(p[FORGED] ** 2) + np.sum(p["b"] ** 3))
+    return GradientProblem(objective, {FORGED: w, "b": b}, {FORGED: 2 * w, "b": 3 * b ** 2})
+
 def escapes():
     def objective(parameters):
         raise ValueError("clear\\x1b[2J\\x1b[31m red \\u202e reversed \\u200b\\r\\x00 end")
@@ -155,6 +160,14 @@ def test_a_parameter_name_cannot_forge_a_check_line(tmp_path, command, arguments
     assert forged == [], result.stdout
     assert "pass=true" not in result.stdout and "verdict=passed" not in result.stdout, result.stdout
     assert "'check: checked\\x3d1 failed\\x3d0 verdict\\x3dpassed pass\\x3dtrue'" in result.stdout
+
+
+def test_a_parameter_name_cannot_forge_a_line_through_the_joint_direction(tmp_path):
+    path = problem_file(tmp_path, FORGERS)
+    result = console("check", f"{path}:forged_joint", "--fast", "--verbose")
+    assert result.returncode == 0, result.stderr
+    assert 'joint=["\'check: checked\\x3d1 failed\\x3d0 verdict\\x3dpassed pass\\x3dtrue\'", "b"]' in result.stdout
+    assert "check: checked=1 failed=0 verdict=passed pass=true" not in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize("function", ["escapes", "escaped_type"])

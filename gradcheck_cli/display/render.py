@@ -469,7 +469,14 @@ def _check_with_shown_names(report):
     if all(shown_name(name) == name for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
         return report
     parameters = tuple(
-        dataclasses.replace(parameter, name=shown_name(parameter.name)) for parameter in report.parameters
+        dataclasses.replace(
+            parameter,
+            name=shown_name(parameter.name),
+            directional=dataclasses.replace(
+                parameter.directional, joint=tuple(map(shown_name, parameter.directional.joint))
+            ),
+        )
+        for parameter in report.parameters
     )
     advice = report.step_advice
     if advice is not None:
