@@ -183,7 +183,7 @@ def _verdict_lines(label: str, record, step_name: str) -> list:
 
 def _directional_lines(parameter) -> list:
     direction, label = parameter.directional, f"{parameter.name} directional"
-    joint = f" joint={_names(direction.joint)}" if direction.joint else ""
+    joint = f" joint={_names(map(shown_name, direction.joint))}" if direction.joint else ""  # the text's names
     lines = [f"{label}: elements={direction.elements} moved={direction.moved}{joint}"]
     lines += [f"{label} multiplier={spacing_text(e.step)}: {estimate_fields(e)}" for e in direction.estimates]
     return [*lines, f"{label} verdict: {direction.verdict}; {in_flags(direction.reason)}"]
@@ -469,14 +469,7 @@ def _check_with_shown_names(report):
     if all(shown_name(name) == name for name in report.failing_parameters + tuple(p.name for p in report.parameters)):
         return report
     parameters = tuple(
-        dataclasses.replace(
-            parameter,
-            name=shown_name(parameter.name),
-            directional=dataclasses.replace(
-                parameter.directional, joint=tuple(map(shown_name, parameter.directional.joint))
-            ),
-        )
-        for parameter in report.parameters
+        dataclasses.replace(parameter, name=shown_name(parameter.name)) for parameter in report.parameters
     )
     advice = report.step_advice
     if advice is not None:
