@@ -226,7 +226,8 @@ def nearest_by_bracketing(exact: Fraction, candidate: float, name: str) -> float
     """The nearest dtype value to ``exact`` among ``candidate`` and its two neighbours, ties to even."""
     kind = NUMPY_TYPES[name]
     center = np.asarray(candidate, dtype=kind)
-    neighbours = [np.nextafter(center, kind(-np.inf)), center, np.nextafter(center, kind(np.inf))]
+    with np.errstate(over="ignore"):  # the largest finite value's neighbour is inf, left out below
+        neighbours = [np.nextafter(center, kind(-np.inf)), center, np.nextafter(center, kind(np.inf))]
     finite = [value for value in neighbours if np.isfinite(value)]
     bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[center.itemsize]
 
