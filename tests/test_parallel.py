@@ -41,13 +41,25 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 
 import numpy as np
 
 from gradcheck_cli import GradientProblem
 
-IN_WORKER = multiprocessing.parent_process() is not None
+IN_WORKER = multiprocessing.parent_process() is not None  # loaded in a worker (not in a fork of the command)
+
+
+def in_worker():
+    # At a call: a worker of either kind, a fork of the command (which loaded the problem) included.
+    return multiprocessing.parent_process() is not None
+
+
+def _thread_started():
+    # A thread of the problem's own, running on: the command's workers cannot be forks of it.
+    if not IN_WORKER:
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
 W = np.linspace(-1.0, 1.0, 24)
 
 
@@ -77,7 +89,7 @@ def chatty():
     print("loading in", "a worker" if IN_WORKER else "the command")
 
     def objective(parameters):
-        if IN_WORKER:
+        if in_worker():
             os.write(1, b"descriptor one in a worker\\n")
             print("print", "in", "a", "worker")  # four pieces: one write each when unbuffered
         return _squares(parameters)
@@ -85,9 +97,14 @@ def chatty():
     return _problem(objective)
 
 
+def chatty_threaded():
+    _thread_started()
+    return chatty()
+
+
 def dies():
     def objective(parameters):
-        if IN_WORKER:
+        if in_worker():
             os._exit(3)
         return _squares(parameters)
 
@@ -144,29 +161,51 @@ def scaled():
 
 
 def forked():
-    if IN_WORKER:  # which process started this worker, and what it is
-        with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/" + str(os.getpid()), "w") as mark:
-            with open(f"/proc/{os.getppid()}/cmdline", "rb") as command:
-                mark.write(str(os.getppid()) + " " + command.read().replace(b"\\0", b" ").decode())
-    return _problem(_squares)
+    # Each worker's parent (its pid and command line), marked at its first call; and each load.
+    with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/loaded-" + str(os.getpid()), "w"):
+        pass
+
+    def objective(parameters):
+        mark = os.environ["GRADCHECK_TEST_PARENTS"] + "/" + str(os.getpid())
+        if in_worker() and not os.path.exists(mark):
+            with open(mark, "w") as written:
+                with open(f"/proc/{os.getppid()}/cmdline", "rb") as command:
+                    written.write(str(os.getppid()) + " " + command.read().replace(b"\\0", b" ").decode())
+        return _squares(parameters)
+
+    return _problem(objective)
+
+
+def forked_threaded():
+    _thread_started()
+    return forked()
 
 
 def early():
-    # The command's own child processes as it loads the problem: written to a file, by their command lines.
-    if not IN_WORKER:
-        commands = []
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-                if parent == os.getpid():
-                    with open(f"/proc/{entry}/cmdline", "rb") as command:
-                        commands.append(command.read().replace(b"\\0", b" ").decode())
-            except OSError:  # it ended meanwhile
-                continue
-        with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/children", "w") as mark:
-            mark.write("\\n".join(commands))
-    return _problem(_squares)
+    # The command's own child processes at its first f(θ), before the first pass starts any worker:
+    # written to a file, by their command lines.
+    def objective(parameters):
+        if not in_worker() and not os.path.exists(os.environ["GRADCHECK_TEST_PARENTS"] + "/children"):
+            commands = []
+            for entry in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                    if parent == os.getpid():
+                        with open(f"/proc/{entry}/cmdline", "rb") as command:
+                            commands.append(command.read().replace(b"\\0", b" ").decode())
+                except OSError:  # it ended meanwhile
+                    continue
+            with open(os.environ["GRADCHECK_TEST_PARENTS"] + "/children", "w") as mark:
+                mark.write("\\n".join(commands))
+        return _squares(parameters)
+
+    return _problem(objective)
+
+
+def early_threaded():
+    _thread_started()
+    return early()
 
 
 def killed():
@@ -195,7 +234,7 @@ def slow():
         atexit.register(lambda: np.save(os.environ["GRADCHECK_TEST_SAVED"], w))
 
     def objective(parameters):
-        if IN_WORKER:
+        if in_worker():
             open(os.path.join(_started_directory(), str(os.getpid())), "w").close()
         time.sleep(0.002)
         return _squares(parameters)
@@ -253,16 +292,26 @@ def test_jobs_2_prints_the_json_of_jobs_1_byte_for_byte(problems, problem, optio
         assert (report["purity"]["pure"], report["purity"]["distinct"]) == (False, 4)
 
 
-def test_what_the_users_code_prints_in_a_worker_goes_to_stderr(problems):
-    serial = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "1")
+@pytest.mark.parametrize(
+    "problem, loads",
+    [
+        ("chatty", ["loading in the command"]),
+        ("chatty_threaded", ["loading in the command"] + ["loading in a worker"] * 2),
+    ],
+    ids=["forks of the command", "forks of the server"],
+)
+def test_what_the_users_code_prints_in_a_worker_goes_to_stderr(problems, problem, loads):
+    serial = gradcheck("check", f"{problems}:{problem}", "--json", "--jobs", "1")
     # Unbuffered (python -u, as some CI runners set it) each piece of a print is a write of its own:
     # the workers' lines must still arrive whole, never spliced mid-line.
-    parallel = gradcheck("check", f"{problems}:chatty", "--json", "--jobs", "2", env={"PYTHONUNBUFFERED": "1"})
+    parallel = gradcheck("check", f"{problems}:{problem}", "--json", "--jobs", "2", env={"PYTHONUNBUFFERED": "1"})
     assert parallel.stdout == serial.stdout and json.loads(parallel.stdout)["check"]["pass"]
     stderr = parallel.stderr.decode().splitlines()
-    assert stderr.count("loading in the command") == 1 and stderr.count("loading in a worker") == 2
+    loaded = sorted(line for line in stderr if line.startswith("loading"))
+    assert loaded == sorted(loads)  # a fork of the command loads nothing
     probes = stderr.count("descriptor one in a worker")  # one line of each per probe in a worker
-    assert probes > 0 and stderr.count("print in a worker") == probes and len(stderr) == 3 + 2 * probes, stderr
+    assert probes > 0 and stderr.count("print in a worker") == probes
+    assert len(stderr) == len(loads) + 2 * probes, stderr
 
 
 class Quadratic:
@@ -503,33 +552,94 @@ def test_the_command_line_imports_neither_without_jobs():
     assert not {"concurrent.futures", "gradcheck_cli.check.parallel"} & modules
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
-def test_the_workers_are_forks_of_a_forkserver_that_imported_gradcheck(problems, tmp_path):
+def _workers_parents(directory: Path) -> tuple:
+    """(the pids that loaded the problem, each worker's parent: pid and command line) as ``forked`` marked them."""
+    loads = {int(mark.name.split("-")[1]) for mark in directory.glob("loaded-*")}
+    parents = [mark.read_text() for mark in directory.iterdir() if mark.name.isdigit()]
+    return loads, parents
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forks and /proc are Linux's here")
+def test_the_commands_workers_are_forks_of_the_command_that_loaded_the_problem_once(problems, tmp_path):
     result = gradcheck("check", f"{problems}:forked", "--jobs", "2", env={"GRADCHECK_TEST_PARENTS": str(tmp_path)})
     assert result.returncode == 0, result.stderr
-    parents = {mark.read_text() for mark in tmp_path.iterdir()}
-    assert len(list(tmp_path.iterdir())) == 2 and len(parents) == 1  # two workers, one parent: not the command
-    (parent,) = parents
+    loads, parents = _workers_parents(tmp_path)
+    assert len(parents) == 2 and len(set(parents)) == 1, parents  # two workers, one parent
+    (parent,) = set(parents)
+    assert loads == {int(parent.split()[0])}  # the command: it loaded the problem, and no worker again
+    assert "gradcheck_cli check" in parent and "forkserver" not in parent, parent
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
+def test_a_problem_that_started_a_thread_gets_workers_forked_from_a_forkserver_that_imported_gradcheck(
+    problems, tmp_path
+):
+    # A fork copies only the forking thread: a lock the problem's thread held would stay held in a fork.
+    environment = {"GRADCHECK_TEST_PARENTS": str(tmp_path)}
+    result = gradcheck("check", f"{problems}:forked_threaded", "--jobs", "2", env=environment)
+    assert result.returncode == 0, result.stderr
+    loads, parents = _workers_parents(tmp_path)
+    assert len(parents) == 2 and len(set(parents)) == 1 and len(loads) == 3, (loads, parents)
+    (parent,) = set(parents)
+    assert int(parent.split()[0]) not in loads  # the server, which loaded nothing of the user's
     assert "multiprocessing.forkserver" in parent and "gradcheck_cli.check.parallel" in parent, parent
     assert "'gradcheck_cli.cli'" in parent, parent  # the command's server: a worker runs its script again
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
 @pytest.mark.parametrize(
-    ("options", "started"),
+    ("problem", "options", "started"),
     [
-        (["--jobs", "2"], True),
-        (["--jobs", "0"], os.cpu_count() > 1),
-        (["--jobs", "1"], False),
-        (["--jobs", "2", "--fast"], False),
+        ("early_threaded", ["--jobs", "2"], True),
+        ("early_threaded", ["--jobs", "0"], os.cpu_count() > 1),
+        ("early_threaded", ["--jobs", "1"], False),
+        ("early_threaded", ["--jobs", "2", "--fast"], False),
+        ("early", ["--jobs", "2"], False),
     ],
 )
-def test_the_command_starts_the_workers_server_before_it_loads_the_problem(problems, tmp_path, options, started):
-    # So that the server's start (an interpreter importing numpy and gradcheck) overlaps the command's own.
-    result = gradcheck("check", f"{problems}:early", *options, env={"GRADCHECK_TEST_PARENTS": str(tmp_path)})
+def test_the_command_starts_the_workers_server_before_its_first_f_only_where_they_cannot_be_its_forks(
+    problems, tmp_path, problem, options, started
+):
+    # So that the server's start (an interpreter importing numpy and gradcheck) overlaps the check's f(θ).
+    result = gradcheck("check", f"{problems}:{problem}", *options, env={"GRADCHECK_TEST_PARENTS": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     children = (tmp_path / "children").read_text()
     assert ("multiprocessing.forkserver" in children) == started, children
+
+
+def test_a_library_check_never_forks_the_callers_process(problems):
+    from gradcheck_cli.core import processes
+
+    assert processes.fork_context() is None  # no allow_forks() in a library call: the caller's threads, its state
+
+
+def test_the_command_run_in_a_callers_process_never_forks_it(problems, monkeypatch):
+    # click's CliRunner (or a caller's main(args)): the process and its threads are the caller's.
+    from click.testing import CliRunner
+
+    from gradcheck_cli.cli.app import main
+    from gradcheck_cli.core import processes
+
+    monkeypatch.setitem(processes._FORKABLE, "threads", None)
+    result = CliRunner().invoke(main, ["check", f"{problems}:scaled", "--samples", "4", "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    assert processes._FORKABLE["threads"] is None and processes.fork_context() is None
+
+
+def test_forks_are_allowed_only_while_no_thread_has_started_since(monkeypatch):
+    from gradcheck_cli.core import processes
+
+    monkeypatch.setitem(processes._FORKABLE, "threads", None)
+    processes.allow_forks()
+    assert processes.fork_context() is not None and processes.fork_context().get_start_method() == "fork"
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert processes.fork_context() is None
+    finally:
+        stop.set()
+        thread.join()
 
 
 def test_the_workers_server_is_started_only_for_workers_the_command_starts(monkeypatch):
@@ -538,6 +648,10 @@ def test_the_workers_server_is_started_only_for_workers_the_command_starts(monke
     started = []
     monkeypatch.setattr(executor, "start_server", lambda also: started.append(also))
     monkeypatch.setattr(executor, "usable_cores", lambda: 1)
+    monkeypatch.setattr(executor, "fork_context", lambda: multiprocessing.get_context("fork"))
+    executor.start_workers(2, None, False)  # the workers will be forks of the command: no server
+    assert started == []
+    monkeypatch.setattr(executor, "fork_context", lambda: None)
     for jobs, address, fast in [
         (1, None, False),
         (0, None, False),

@@ -8,14 +8,15 @@ bit (docs/parallel.md).
 
 ``jobs=N`` starts a ``concurrent.futures.ProcessPoolExecutor`` whose workers are forks of the
 standard library's forkserver, which has imported numpy and gradcheck once
-(:mod:`~gradcheck_cli.core.processes`; the command line starts it before its own imports),
-``spawn`` where there is no forkserver: a script that calls ``check_gradients`` with ``jobs``
-needs the ``if __name__ == "__main__":`` guard either way. ``jobs=`` may instead be any
-``concurrent.futures.Executor`` of the caller's (dask.distributed's ``Client.get_executor()``,
-mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same verification, the same report;
-it is never shut down here. Each worker loads the problem once, by its reference
-(:class:`~gradcheck_cli.engine.problem.ProblemReference`, as the command line loads it) or unpickled,
-and checks it against this process's: every parameter array bit-identical, and f(θ) evaluated
+(:mod:`~gradcheck_cli.core.processes`), ``spawn`` where there is no forkserver: a script that calls
+``check_gradients`` with ``jobs`` needs the ``if __name__ == "__main__":`` guard either way. The
+command line's workers are forks of the command itself, holding the problem as it loaded it, while
+it runs no thread but numpy's (:func:`~gradcheck_cli.core.processes.fork_context`). ``jobs=`` may
+instead be any ``concurrent.futures.Executor`` of the caller's (dask.distributed's
+``Client.get_executor()``, mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same
+verification, the same report; it is never shut down here. Each other worker loads the problem
+once, by its reference (:class:`~gradcheck_cli.engine.problem.ProblemReference`, as the command
+line loads it) or unpickled; every worker checks it against this process's: every parameter array bit-identical, and f(θ) evaluated
 once there within the jitter the purity measurement allows. A task is one contiguous chunk of
 one parameter's coordinates, probed with :func:`~gradcheck_cli.engine.sweep.probe_values` on the
 worker's own arrays; the chunks are split deterministically (about :data:`CHUNKS_PER_WORKER`
@@ -35,13 +36,14 @@ import pickle
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.blame import exception_line
 from ..core.formatting import short_repr
-from ..core.processes import signals_held, usable_cores, worker_context
+from ..core.processes import fork_context, signals_held, usable_cores, worker_context
 from ..core.record import same_bits
 from ..engine.sweep import ProbeColumns, probe_values
 from ..errors import (
@@ -224,9 +226,13 @@ class _Pool:
 
         count = min(self.workers.count, sum(len(parameter) for parameter in self.split))
         setup = dataclasses.replace(setup, environment=dict(os.environ))
-        with signals_held(), self._reporting_death():  # workers start with Ctrl-C held, then ignore it
+        context = fork_context()  # the command's own forks, which hold the problem as it does, else the server's
+        inherited = None if context is None else (passing.counted.objective, passing.counted.parameters)
+        with signals_held(), self._reporting_death(), warnings.catch_warnings():  # Ctrl-C held, then ignored
+            # Python 3.12+ warns of a fork beside any thread: fork_context allowed only numpy's (the BLAS's).
+            warnings.filterwarnings("ignore", r".*use of fork\(\) may lead to deadlocks", DeprecationWarning)
             self.executor = concurrent.futures.ProcessPoolExecutor(
-                count, mp_context=worker_context(), initializer=start_worker, initargs=(setup,)
+                count, mp_context=context or worker_context(), initializer=start_worker, initargs=(setup, inherited)
             )
             self._submit(setup.key)
         self.processes = self._started()

@@ -69,11 +69,13 @@ _WORKER = {}
 _PROBING = threading.Lock()
 
 
-def start_worker(setup: Setup) -> None:
-    """A pool's initializer: Ctrl-C ignored (this process's parent stops it), this process's parent's
-    environment, and the problem loaded once (:func:`_load`)."""
+def start_worker(setup: Setup, inherited: tuple | None = None) -> None:
+    """A pool's initializer: Ctrl-C ignored (this process's parent stops it), SIGTERM ending it, this
+    process's parent's environment, and the problem loaded once (:func:`_load`); or, in a fork of the
+    command itself, ``inherited``, its ``(objective, parameters)`` as the command holds them."""
     for number in HELD_SIGNALS - {signal.SIGTERM}:
         signal.signal(number, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a fork of the command has the command's handler
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
     _whole_lines()
@@ -82,18 +84,19 @@ def start_worker(setup: Setup) -> None:
         os.environ.clear()
         os.environ.update(setup.environment)
     with _PROBING:
-        _load(setup)
+        _load(setup, inherited)
 
 
-def _load(setup: Setup) -> None:
-    """The problem of ``setup`` loaded and checked against the parent's: the ``digests`` of its arrays,
+def _load(setup: Setup, inherited: tuple | None = None) -> None:
+    """The problem of ``setup`` loaded (or ``inherited``, a fork's copy of the parent's ``(objective,
+    parameters)``) and checked against the parent's: the ``digests`` of its arrays,
     and its f(θ), ``center``, within the purity measurement's jitter_limit·ε·|f| (this one call is not a
     probe, and is not counted). The ``checked`` arrays are watched as the serial check watches them. A
     failure is kept, and raised by every task of that setup."""
     _WORKER.clear()
     _WORKER["key"] = setup.key
     try:
-        loaded = pickle.loads(setup.problem)
+        loaded = inherited if inherited is not None else pickle.loads(setup.problem)
         if isinstance(loaded, tuple):
             objective, parameters = loaded
         else:

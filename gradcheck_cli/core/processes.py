@@ -1,13 +1,25 @@
 """How the worker processes of ``jobs`` start: forks of the standard library's forkserver, which imports
 :data:`PRELOAD` once (spawn where there is no forkserver), with the ending signals held while one
-starts. Standard library only, so that a command can start the server (:func:`start_server`) before
-it imports numpy itself: the server's start then overlaps the command's own."""
+starts; or, for the command line, forks of the command itself while no thread has started in it but
+those it had once numpy was imported (:func:`allow_forks`, :func:`fork_context`). Standard library
+only, so that a command can start the server (:func:`start_server`) before it imports numpy itself: the
+server's start then overlaps the command's own."""
 
 import contextlib
 import os
 import signal
+import sys
 
-__all__ = ["HELD_SIGNALS", "PRELOAD", "signals_held", "start_server", "usable_cores", "worker_context"]
+__all__ = [
+    "HELD_SIGNALS",
+    "PRELOAD",
+    "allow_forks",
+    "fork_context",
+    "signals_held",
+    "start_server",
+    "usable_cores",
+    "worker_context",
+]
 
 #: What a terminal or a supervisor sends to stop a run: the parent handles them (the command line
 #: ends as on Ctrl-C) and stops its workers, which ignore all but SIGTERM, the parent's own stop.
@@ -42,6 +54,43 @@ def worker_context(also: tuple = ()):
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([*PRELOAD, *also])
     return context
+
+
+#: The command line's threads when it allowed its workers to be forks of itself (:func:`allow_forks`);
+#: None: a library call, whose process's threads and state are the caller's, never forked.
+_FORKABLE = {"threads": None}
+
+
+def allow_forks() -> None:
+    """Let this process's pools fork their workers from it (:func:`fork_context`) while it runs no thread
+    but those it runs now. The command line calls it where the command is its process's own program
+    (``gradcheck ...``, not a caller's ``main(args)`` nor click's CliRunner, in a process whose threads
+    are the caller's), once numpy is imported (the BLAS's threads, which OpenBLAS stops and restarts
+    across a fork, as a forkserver's numpy does) and before PROBLEM is loaded: a problem that starts
+    threads (JAX does) gets the forkserver instead."""
+    _FORKABLE["threads"] = _thread_count()
+
+
+def fork_context():
+    """The fork start method when :func:`allow_forks` allowed it, on Linux, while the process runs no more
+    threads than it did then (a fork copies only the forking thread: a lock another thread held would
+    stay held in the child); else None. Each worker then starts at once with the problem as this
+    process holds it (no interpreter to start, nothing to import or load again)."""
+    import multiprocessing
+
+    allowed = _FORKABLE["threads"]
+    if allowed is None or not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    threads = _thread_count()
+    return multiprocessing.get_context("fork") if threads is not None and threads <= allowed else None
+
+
+def _thread_count() -> int | None:
+    """The threads of this process, as the kernel counts them (a library's native threads included)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
 
 
 def start_server(also: tuple = ()) -> None:

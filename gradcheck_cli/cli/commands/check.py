@@ -124,8 +124,12 @@ def check(
     def compute():
         import dataclasses
 
-        start_workers(jobs, executor, fast)
         from ...check import check_with, options_of
+        from ...core.processes import allow_forks
+        from ...display.output import results_stream
+
+        if results_stream() is not None:  # the command is its process's own program (not CliRunner's, a caller's)
+            allow_forks()  # its workers may be its forks while it runs only the threads it runs now (numpy's)
 
         # Refused before PROBLEM is loaded, so that the user's code never runs for a bad value.
         given = {
@@ -144,6 +148,7 @@ def check(
             user_problem(problem, show_traceback) as loaded,
             ProgressBar("checking coordinates") as progress,
         ):
+            start_workers(jobs, executor, fast)
             options = dataclasses.replace(options, progress=progress)
             if workers is not None:
                 options = dataclasses.replace(options, jobs=workers)

@@ -1,5 +1,5 @@
-"""Where ``check`` probes the coordinates: ``--jobs N``'s workers, whose server :func:`start_workers` starts
-at once; or ``--executor dask://HOST:PORT``, the address checked at once, a scheduler's greeting awaited for
+"""Where ``check`` probes the coordinates: ``--jobs N``'s workers, forks of the command, or of a server
+that :func:`start_workers` starts as soon as PROBLEM is loaded where they cannot be; or ``--executor dask://HOST:PORT``, the address checked at once, a scheduler's greeting awaited for
 at most :data:`CONNECT_SECONDS`, and the dask client's executor.
 
 Whatever answers at the address (nothing, an HTTP server that waits to be spoken to, a server that sends
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ...core.blame import exception_line
 from ...core.installs import INSTALL
-from ...core.processes import start_server, usable_cores
+from ...core.processes import fork_context, start_server, usable_cores
 from ...errors.command_line import CommandLineError, ExecutorUnavailable
 
 __all__ = ["CONNECT_SECONDS", "Scheduler", "executor_address", "dask_executor", "start_workers"]
@@ -33,11 +33,12 @@ _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 
 
 def start_workers(jobs: int, executor: str | None, fast: bool) -> None:
-    """The workers' server started now when ``--jobs`` will start workers (N ≥ 2, or 0 on more than one
-    core; not beside ``--executor``, nor for ``--fast``, which may probe no coordinate), so that its start,
-    an interpreter importing numpy and gradcheck, overlaps this process's own imports and PROBLEM's
-    loading. It runs none of the user's code, and ends with this process, whatever the options."""
-    if executor is None and not fast and (jobs >= 2 or (jobs == 0 and usable_cores() >= 2)):
+    """The workers' server started now, once PROBLEM is loaded, when ``--jobs`` will start workers (N ≥ 2,
+    or 0 on more than one core; not beside ``--executor``, nor for ``--fast``, which may probe no
+    coordinate) that cannot be forks of this process (:func:`~gradcheck_cli.core.processes.fork_context`:
+    PROBLEM started a thread), so that its start, an interpreter importing numpy and gradcheck, overlaps
+    the check's first f(θ). It runs none of the user's code, and ends with this process."""
+    if executor is None and not fast and (jobs >= 2 or (jobs == 0 and usable_cores() >= 2)) and fork_context() is None:
         start_server(also=_WORKERS_MAIN)
 
 
