@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from ..advice.steps import advise_parameter_steps
 from ..engine.problem import GradientProblem, as_problem
 from ..verdict.estimates import kink_tolerance_for_step
+from .derivatives import FirstValueUnconfirmed
 from .fast import fast_checks
 from .judge import judge_parameter, largest_gradient, with_passing_gradients
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
@@ -165,7 +166,10 @@ def check_problems(problems, options: Options) -> GradientCheckReport:
     checks carry their problem's label (:func:`merged_report`)."""
     reports = {}
     for derivative in problems:
-        report = check_with(derivative.problem, derivative.options(options))
+        try:
+            report = check_with(derivative.problem, derivative.options(options))
+        except FirstValueUnconfirmed:  # its objective calls f at θ first from now on
+            report = check_with(derivative.problem, derivative.options(options))
         reports[derivative.label] = report_of(
             list(report.parameters), report.purity, report.step_advice, report.evaluations, derivative.calls
         )

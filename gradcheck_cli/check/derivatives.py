@@ -32,6 +32,7 @@ DETERMINISM, UNDEFINED, BATCHING = CALL_KINDS
 
 __all__ = [
     "DerivativeProblem",
+    "FirstValueUnconfirmed",
     "derivative_paths",
     "path_label",
     "agreement_check",
@@ -45,6 +46,13 @@ __all__ = [
     "UNDEFINED",
     "BATCHING",
 ]
+
+
+class FirstValueUnconfirmed(BaseException):
+    """Raised by a derivative problem's objective whose first f(θ) was the value its derivative's own
+    call computed (a vjp's forward) rather than a call of f, when f called at θ later gives other bits:
+    :func:`~gradcheck_cli.check.check_problems` checks it again, its objective now calling f at θ first.
+    A BaseException, so that no handler of the objective's own exceptions takes it for one."""
 
 
 @dataclass(frozen=True)

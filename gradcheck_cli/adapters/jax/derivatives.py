@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...check import Options
-from ...check.derivatives import DerivativeProblem, path_label
+from ...check.derivatives import DerivativeProblem, FirstValueUnconfirmed, path_label
 from ...core.defaults import SEED
 from ...engine.blocks import same_array_bits
 from ...engine.cotangents import tangent, tangent_problem
@@ -43,7 +43,7 @@ def call_text(modes: tuple) -> str:
 
 def derivative_function(call: Call, modes: tuple, seed: int):
     """``leaves ↦`` the derivative of fn along ``modes``, a pytree."""
-    g, primals = call, call.primals()
+    g, primals = call, call.primals() if modes else []  # JAX copies of θ: made where a mode needs them
     for depth, mode in enumerate(modes):
         if mode == "rev":
             u = Cotangents(g(*primals), seed + depth, call_text(modes[:depth])).tree
@@ -85,7 +85,8 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
     gradients = dict(zip(call.names, (host_gradient(grad) for grad in grads)))  # conjugated out of JAX's convention
     parameters = {name: np.array(origin, copy=True) for name, origin in call.origins.items()}
     arrays = [parameters[name] for name in call.names]
-    evaluate = evaluated_outputs(g, arrays, [call.origins[name] for name in call.names], outputs)
+    deferred = options is not None and options.fast  # a check that can be run again (check_problems)
+    evaluate = evaluated_outputs(g, arrays, [call.origins[name] for name in call.names], outputs, deferred)
 
     def objective(_copies):
         return first.inner(evaluate())
@@ -93,28 +94,64 @@ def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None
     return GradientProblem(objective, parameters, gradients), checks, variation
 
 
-def evaluated_outputs(g, arrays: list, origins: list, outputs):
+def evaluated_outputs(g, arrays: list, origins: list, outputs, deferred: bool = False):
     """``evaluate()``: g's outputs at what the host ``arrays`` hold. g is called with those arrays
     themselves (θ's probes written into them) where it gives its ``outputs`` at θ bit for bit from
     them, so that nothing is converted per call but what JAX's operations convert as they read them
     (docs/jax.md, "What is evaluated"); else with a JAX copy of each, made at every call. The first
     call finds out which: at θ (``origins``' bits) it is that call itself, whose outputs are then f's
-    there; elsewhere a call at host copies of θ comes first."""
-    decided = []
+    there; elsewhere a call at host copies of θ comes first.
+
+    ``deferred`` (a fast check, which check_problems can run again): a first call at θ is answered with
+    ``outputs``, what the vjp's forward computed, and the host arrays are taken provisionally (JAX
+    copies once they raise); the next call at θ calls g and must give those bits, else it raises
+    FirstValueUnconfirmed, and from then on g is called as without ``deferred``."""
+    state = {"decided": None, "provisional": deferred}
+
+    def at_theta() -> bool:
+        return all(same_array_bits(array, origin) for array, origin in zip(arrays, origins))
+
+    def called(host: bool):
+        return g(*(arrays if host else [jnp.array(array) for array in arrays]))
 
     def evaluate():
-        if not decided:
-            at_theta = all(same_array_bits(array, origin) for array, origin in zip(arrays, origins))
-            trial = arrays if at_theta else [np.array(origin, copy=True) for origin in origins]
+        if state["provisional"]:
+            return provisional()
+        if state["decided"] is None:
+            theta = at_theta()
+            trial = arrays if theta else [np.array(origin, copy=True) for origin in origins]
             try:
                 got = g(*trial)
                 same = same_outputs(got, outputs)
             except Exception:  # a function that takes JAX arrays only (``x.at[...]``): copies
                 same = False
-            decided.append(same)
-            if same and at_theta:
+            state["decided"] = same
+            if same and theta:
                 return got
-        return g(*(arrays if decided[0] else [jnp.array(array) for array in arrays]))
+        return called(state["decided"])
+
+    def provisional():
+        theta = at_theta()
+        if state["decided"] is None:
+            if theta:
+                state["decided"] = True  # host arrays, until a call raises or f(θ) says otherwise
+                return outputs
+            state["provisional"] = False  # a first call elsewhere: decided as without ``deferred``
+            return evaluate()
+        if not theta:
+            if not state["decided"]:
+                return called(False)
+            try:
+                return called(True)
+            except Exception:  # noqa: BLE001 (JAX copies from now on; their own exception propagates)
+                state["decided"] = False
+                return called(False)
+        got = called(state["decided"])
+        if not same_outputs(got, outputs):
+            state.update(decided=None, provisional=False)
+            raise FirstValueUnconfirmed()
+        state["provisional"] = False
+        return got
 
     return evaluate
 
