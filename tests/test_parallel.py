@@ -181,6 +181,15 @@ def forked_threaded():
     return forked()
 
 
+_KEPT = []
+
+
+def forked_open_file():
+    # A file kept open: forks of the command would share its position.
+    _KEPT.append(open(__file__, "rb"))
+    return forked()
+
+
 def early():
     # The command's own child processes at its first f(θ), before the first pass starts any worker:
     # written to a file, by their command lines.
@@ -571,12 +580,14 @@ def test_the_commands_workers_are_forks_of_the_command_that_loaded_the_problem_o
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forkserver and /proc are Linux's here")
-def test_a_problem_that_started_a_thread_gets_workers_forked_from_a_forkserver_that_imported_gradcheck(
-    problems, tmp_path
+@pytest.mark.parametrize("problem", ["forked_threaded", "forked_open_file"])
+def test_a_problem_that_started_a_thread_or_keeps_a_file_open_gets_workers_forked_from_a_forkserver(
+    problems, tmp_path, problem
 ):
-    # A fork copies only the forking thread: a lock the problem's thread held would stay held in a fork.
+    # A fork copies only the forking thread (a lock the problem's thread held would stay held in a fork),
+    # and shares every open descriptor (a file's position, a pipe's data) with the other forks.
     environment = {"GRADCHECK_TEST_PARENTS": str(tmp_path)}
-    result = gradcheck("check", f"{problems}:forked_threaded", "--jobs", "2", env=environment)
+    result = gradcheck("check", f"{problems}:{problem}", "--jobs", "2", env=environment)
     assert result.returncode == 0, result.stderr
     loads, parents = _workers_parents(tmp_path)
     assert len(parents) == 2 and len(set(parents)) == 1 and len(loads) == 3, (loads, parents)
@@ -620,16 +631,16 @@ def test_the_command_run_in_a_callers_process_never_forks_it(problems, monkeypat
     from gradcheck_cli.cli.app import main
     from gradcheck_cli.core import processes
 
-    monkeypatch.setitem(processes._FORKABLE, "threads", None)
+    monkeypatch.setattr(processes, "_FORKABLE", {"threads": None, "descriptors": None})
     result = CliRunner().invoke(main, ["check", f"{problems}:scaled", "--samples", "4", "--jobs", "2"])
     assert result.exit_code == 0, result.output
     assert processes._FORKABLE["threads"] is None and processes.fork_context() is None
 
 
-def test_forks_are_allowed_only_while_no_thread_has_started_since(monkeypatch):
+def test_forks_are_allowed_only_while_no_thread_has_started_nor_descriptor_opened_since(monkeypatch):
     from gradcheck_cli.core import processes
 
-    monkeypatch.setitem(processes._FORKABLE, "threads", None)
+    monkeypatch.setattr(processes, "_FORKABLE", {"threads": None, "descriptors": None})
     processes.allow_forks()
     assert processes.fork_context() is not None and processes.fork_context().get_start_method() == "fork"
     stop = threading.Event()
@@ -640,6 +651,9 @@ def test_forks_are_allowed_only_while_no_thread_has_started_since(monkeypatch):
     finally:
         stop.set()
         thread.join()
+    with open(__file__, "rb"):  # a descriptor opened since: the forks would share it
+        assert processes.fork_context() is None
+    assert processes.fork_context() is not None
 
 
 def test_the_workers_server_is_started_only_for_workers_the_command_starts(monkeypatch):
@@ -649,8 +663,14 @@ def test_the_workers_server_is_started_only_for_workers_the_command_starts(monke
     monkeypatch.setattr(executor, "start_server", lambda also: started.append(also))
     monkeypatch.setattr(executor, "usable_cores", lambda: 1)
     monkeypatch.setattr(executor, "fork_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
     executor.start_workers(2, None, False)  # the workers will be forks of the command: no server
     assert started == []
+    monkeypatch.setitem(sys.modules, "torch", object())  # its first f(θ) may start threads: the server too
+    executor.start_workers(2, None, False)
+    assert started == [("gradcheck_cli.cli",)]
+    started.clear()
+    monkeypatch.delitem(sys.modules, "torch")
     monkeypatch.setattr(executor, "fork_context", lambda: None)
     for jobs, address, fast in [
         (1, None, False),

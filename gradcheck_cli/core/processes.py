@@ -1,7 +1,7 @@
 """How the worker processes of ``jobs`` start: forks of the standard library's forkserver, which imports
 :data:`PRELOAD` once (spawn where there is no forkserver), with the ending signals held while one
-starts; or, for the command line, forks of the command itself while no thread has started in it but
-those it had once numpy was imported (:func:`allow_forks`, :func:`fork_context`). Standard library
+starts; or, for the command line, forks of the command itself while it runs no thread and holds no
+descriptor but those it had once numpy was imported (:func:`allow_forks`, :func:`fork_context`). Standard library
 only, so that a command can start the server (:func:`start_server`) before it imports numpy itself: the
 server's start then overlaps the command's own."""
 
@@ -56,33 +56,40 @@ def worker_context(also: tuple = ()):
     return context
 
 
-#: The command line's threads when it allowed its workers to be forks of itself (:func:`allow_forks`);
-#: None: a library call, whose process's threads and state are the caller's, never forked.
-_FORKABLE = {"threads": None}
+#: The command line's threads and open descriptors when it allowed its workers to be forks of itself
+#: (:func:`allow_forks`); None: a library call, whose process's threads and state are the caller's, never forked.
+_FORKABLE = {"threads": None, "descriptors": None}
 
 
 def allow_forks() -> None:
     """Let this process's pools fork their workers from it (:func:`fork_context`) while it runs no thread
-    but those it runs now. The command line calls it where the command is its process's own program
-    (``gradcheck ...``, not a caller's ``main(args)`` nor click's CliRunner, in a process whose threads
-    are the caller's), once numpy is imported (the BLAS's threads, which OpenBLAS stops and restarts
-    across a fork, as a forkserver's numpy does) and before PROBLEM is loaded: a problem that starts
-    threads (JAX does) gets the forkserver instead."""
-    _FORKABLE["threads"] = _thread_count()
+    and holds no open descriptor but those it runs and holds now. The command line calls it where the
+    command is its process's own program (``gradcheck ...``, not a caller's ``main(args)`` nor click's
+    CliRunner, in a process whose threads are the caller's), once numpy is imported (the BLAS's
+    threads, which OpenBLAS stops and restarts across a fork, as a forkserver's numpy does) and before
+    PROBLEM is loaded: a problem that starts threads (JAX does) or keeps a file, pipe, socket or
+    shared memory open gets the forkserver instead."""
+    _FORKABLE.update(threads=_thread_count(), descriptors=_open_descriptors())
 
 
 def fork_context():
     """The fork start method when :func:`allow_forks` allowed it, on Linux, while the process runs no more
     threads than it did then (a fork copies only the forking thread: a lock another thread held would
-    stay held in the child); else None. Each worker then starts at once with the problem as this
+    stay held in the child) and holds no descriptor it did not hold then (forks share an open file's
+    position, a pipe's data, a shared mapping's pages: the workers would read each other's replies and
+    probe each other's arrays); else None. Each worker then starts at once with the problem as this
     process holds it (no interpreter to start, nothing to import or load again)."""
     import multiprocessing
 
-    allowed = _FORKABLE["threads"]
-    if allowed is None or not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+    allowed, held = _FORKABLE["threads"], _FORKABLE["descriptors"]
+    if allowed is None or held is None or not sys.platform.startswith("linux"):
         return None
-    threads = _thread_count()
-    return multiprocessing.get_context("fork") if threads is not None and threads <= allowed else None
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    threads, descriptors = _thread_count(), _open_descriptors()
+    if threads is None or threads > allowed or descriptors is None or not descriptors <= held:
+        return None
+    return multiprocessing.get_context("fork")
 
 
 def _thread_count() -> int | None:
@@ -91,6 +98,21 @@ def _thread_count() -> int | None:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return None
+
+
+def _open_descriptors() -> frozenset | None:
+    """What this process's open file descriptors are open on (a path, ``pipe:[inode]``, ``socket:[inode]``):
+    a duplicate of one held before is nothing new; the descriptor that listed them is closed by the time
+    it would be read, and left out."""
+    try:
+        numbers = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    held = set()
+    for number in numbers:
+        with contextlib.suppress(OSError):
+            held.add(os.readlink(f"/proc/self/fd/{number}"))
+    return frozenset(held)
 
 
 def start_server(also: tuple = ()) -> None:

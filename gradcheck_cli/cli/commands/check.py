@@ -86,10 +86,11 @@ from .options import (
     type=int,
     default=1,
     metavar="N",
-    help="Probe the coordinates in N worker processes (0: one per core), each of which loads PROBLEM "
-    "again; the report is the same, bit for bit, for an objective that is a function of its "
-    "parameters. Worth it when the check's objective calls take far longer than starting the workers "
-    "(forks of a server that has imported numpy and gradcheck, each loading PROBLEM): see docs/parallel.md.",
+    help="Probe the coordinates in N worker processes (0: one per core): forks of this command, PROBLEM "
+    "loaded, or, where PROBLEM started a thread or keeps a file open, forks of a server that has imported "
+    "numpy and gradcheck, each loading PROBLEM again; the report is the same, bit for bit, for an objective "
+    "that is a function of its parameters. Worth it when the check's objective calls take far longer than "
+    "starting the workers: see docs/parallel.md.",
 )
 @click.option(
     "--executor",

@@ -11,6 +11,7 @@ import contextlib
 import ipaddress
 import re
 import socket
+import sys
 import time
 from typing import NamedTuple
 
@@ -36,9 +37,11 @@ def start_workers(jobs: int, executor: str | None, fast: bool) -> None:
     """The workers' server started now, once PROBLEM is loaded, when ``--jobs`` will start workers (N ≥ 2,
     or 0 on more than one core; not beside ``--executor``, nor for ``--fast``, which may probe no
     coordinate) that cannot be forks of this process (:func:`~gradcheck_cli.core.processes.fork_context`:
-    PROBLEM started a thread), so that its start, an interpreter importing numpy and gradcheck, overlaps
-    the check's first f(θ). It runs none of the user's code, and ends with this process."""
-    if executor is None and not fast and (jobs >= 2 or (jobs == 0 and usable_cores() >= 2)) and fork_context() is None:
+    PROBLEM started a thread or holds a descriptor open; torch starts its threads at its first parallel
+    operation, which the check's first f(θ) may be), so that its start, an interpreter importing numpy
+    and gradcheck, overlaps that f(θ). It runs none of the user's code, and ends with this process."""
+    forks = fork_context() is not None and "torch" not in sys.modules
+    if executor is None and not fast and (jobs >= 2 or (jobs == 0 and usable_cores() >= 2)) and not forks:
         start_server(also=_WORKERS_MAIN)
 
 
