@@ -11,7 +11,8 @@ standard library's forkserver, which has imported numpy and gradcheck once
 (:mod:`~gradcheck_cli.core.processes`), ``spawn`` where there is no forkserver: a script that calls
 ``check_gradients`` with ``jobs`` needs the ``if __name__ == "__main__":`` guard either way. The
 command line's workers are forks of the command itself, holding the problem as it loaded it, while
-it runs no thread but numpy's (:func:`~gradcheck_cli.core.processes.fork_context`). ``jobs=`` may
+it runs no thread but numpy's and holds no descriptor open on anything new
+(:func:`~gradcheck_cli.core.processes.fork_context`). ``jobs=`` may
 instead be any ``concurrent.futures.Executor`` of the caller's (dask.distributed's
 ``Client.get_executor()``, mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same
 verification, the same report; it is never shut down here. Each other worker loads the problem
