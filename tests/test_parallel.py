@@ -637,23 +637,35 @@ def test_the_command_run_in_a_callers_process_never_forks_it(problems, monkeypat
     assert processes._FORKABLE["threads"] is None and processes.fork_context() is None
 
 
-def test_forks_are_allowed_only_while_no_thread_has_started_nor_descriptor_opened_since(monkeypatch):
-    from gradcheck_cli.core import processes
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forks and /proc are Linux's here")
+def test_forks_are_allowed_only_while_no_thread_has_started_nor_descriptor_opened_since():
+    # In a process of its own: pytest's, after other tests, runs threads that may start or end at any time.
+    script = textwrap.dedent(
+        """
+        import os, threading, time
+        from gradcheck_cli.core import processes
 
-    monkeypatch.setattr(processes, "_FORKABLE", {"threads": None, "descriptors": None})
-    processes.allow_forks()
-    assert processes.fork_context() is not None and processes.fork_context().get_start_method() == "fork"
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert processes.fork_context() is None
-    finally:
+        def fork_allowed():
+            context = processes.fork_context()
+            return context is not None and context.get_start_method() == "fork"
+
+        processes.allow_forks()
+        assert fork_allowed()
+        stop = threading.Event()
+        thread = threading.Thread(target=stop.wait)
+        thread.start()
+        assert not fork_allowed()
         stop.set()
         thread.join()
-    with open(__file__, "rb"):  # a descriptor opened since: the forks would share it
-        assert processes.fork_context() is None
-    assert processes.fork_context() is not None
+        deadline = time.monotonic() + 30  # join returns before the kernel has let the thread go
+        while str(thread.native_id) in os.listdir("/proc/self/task") and time.monotonic() < deadline:
+            time.sleep(0.001)
+        with open(processes.__file__, "rb"):  # a descriptor opened since: the forks would share it
+            assert not fork_allowed()
+        assert fork_allowed()
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120, check=True)
 
 
 def test_the_workers_server_is_started_only_for_workers_the_command_starts(monkeypatch):

@@ -1,9 +1,9 @@
 """How the worker processes of ``jobs`` start: forks of the standard library's forkserver, which imports
 :data:`PRELOAD` once (spawn where there is no forkserver), with the ending signals held while one
 starts; or, for the command line, forks of the command itself while it runs no thread and holds no
-descriptor but those it had once numpy was imported (:func:`allow_forks`, :func:`fork_context`). Standard library
-only, so that a command can start the server (:func:`start_server`) before it imports numpy itself: the
-server's start then overlaps the command's own."""
+descriptor but those it had once numpy was imported (:func:`allow_forks`, :func:`fork_context`).
+Standard library only, so that a command can start the server (:func:`start_server`) before it
+imports numpy itself: the server's start then overlaps the command's own."""
 
 import contextlib
 import os
@@ -69,33 +69,33 @@ def allow_forks() -> None:
     threads, which OpenBLAS stops and restarts across a fork, as a forkserver's numpy does) and before
     PROBLEM is loaded: a problem that starts threads (JAX does) or keeps a file, pipe, socket or
     shared memory open gets the forkserver instead."""
-    _FORKABLE.update(threads=_thread_count(), descriptors=_open_descriptors())
+    _FORKABLE.update(threads=_threads(), descriptors=_open_descriptors())
 
 
 def fork_context():
-    """The fork start method when :func:`allow_forks` allowed it, on Linux, while the process runs no more
-    threads than it did then (a fork copies only the forking thread: a lock another thread held would
-    stay held in the child) and holds no descriptor it did not hold then (forks share an open file's
+    """The fork start method when :func:`allow_forks` allowed it, on Linux, while the process runs no thread
+    it did not run then (a fork copies only the forking thread: a lock another thread held would stay
+    held in the child) and holds no descriptor it did not hold then (forks share an open file's
     position, a pipe's data, a shared mapping's pages: the workers would read each other's replies and
     probe each other's arrays); else None. Each worker then starts at once with the problem as this
     process holds it (no interpreter to start, nothing to import or load again)."""
     import multiprocessing
 
     allowed, held = _FORKABLE["threads"], _FORKABLE["descriptors"]
-    if allowed is None or held is None or not sys.platform.startswith("linux"):
+    linux = sys.platform.startswith("linux")  # /proc tells the threads and descriptors
+    if allowed is None or held is None or not linux or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    threads, descriptors = _thread_count(), _open_descriptors()
-    if threads is None or threads > allowed or descriptors is None or not descriptors <= held:
+    threads, descriptors = _threads(), _open_descriptors()
+    if threads is None or not threads <= allowed or descriptors is None or not descriptors <= held:
         return None
     return multiprocessing.get_context("fork")
 
 
-def _thread_count() -> int | None:
-    """The threads of this process, as the kernel counts them (a library's native threads included)."""
+def _threads() -> frozenset | None:
+    """The kernel's ids of this process's threads (a library's native threads included): a thread that
+    ended since and another started in its place are not the same, as a count would have them."""
     try:
-        return len(os.listdir("/proc/self/task"))
+        return frozenset(os.listdir("/proc/self/task"))
     except OSError:
         return None
 

@@ -1,6 +1,7 @@
 """Where ``check`` probes the coordinates: ``--jobs N``'s workers, forks of the command, or of a server
-that :func:`start_workers` starts as soon as PROBLEM is loaded where they cannot be; or ``--executor dask://HOST:PORT``, the address checked at once, a scheduler's greeting awaited for
-at most :data:`CONNECT_SECONDS`, and the dask client's executor.
+that :func:`start_workers` starts as soon as PROBLEM is loaded where they cannot be; or ``--executor
+dask://HOST:PORT``, the address checked at once, a scheduler's greeting awaited for at most
+:data:`CONNECT_SECONDS`, and the dask client's executor.
 
 Whatever answers at the address (nothing, an HTTP server that waits to be spoken to, a server that sends
 something else) is one line naming the address and what answered, exit 2, within the bound: dask's own
