@@ -687,3 +687,35 @@ def test_a_fast_check_of_a_function_of_jax_arrays_only_takes_copies_once_the_hos
     report = check_function(indexed, (x,), fast=True)
     assert report.passed and report.purity.pure
     assert received[1] is np.ndarray and set(received[2:]) == {type(x)}  # the first probe raised, then copies
+
+
+def test_a_fast_check_calls_the_vjp_once_where_it_is_xla_alone_on_the_cpu_and_twice_where_python_runs_in_it():
+    """A fast check calls a vjp twice only where a second call can differ: where a custom_vjp backward (or a
+    callback) runs Python at each call, or off the CPU; the default check always does."""
+    from gradcheck_cli.adapters.jax.call_checks import xla_alone
+
+    x = points((3, 4), "float64")
+    plain, sine = (lambda x: jnp.sum(jnp.tanh(x) * x)), (lambda x: jnp.sum(scaled_sine(1.0)(x)))
+    folded = lambda x: jax.lax.fori_loop(0, 2, lambda i, c: c * jnp.sin(c), x).sum()  # noqa: E731
+    for fn, alone in ((plain, True), (jax.jit(plain), True), (folded, True), (sine, False), (jax.jit(sine), False)):
+        _, pullback = jax.vjp(fn, x)
+        gradients = pullback(jnp.ones(()))
+        assert xla_alone(pullback, gradients) is alone
+        fast, default = check_function(fn, (x,), fast=True), check_function(fn, (x,))
+        assert fast.passed and default.passed
+        assert [call.kind for call in fast.calls] == ([] if alone else ["determinism"])
+        assert [call.kind for call in default.calls] == ["determinism"]
+    _, pullback = jax.vjp(plain, x)
+    assert not xla_alone(jax.tree_util.Partial(lambda u: pullback(u)), pullback(jnp.ones(())))  # no jaxpr to read
+    assert not xla_alone(pullback, (np.ones((3, 4)),))  # not a JAX array: where it is, unknown
+    noisy = ported().noisy_vjp  # Python at each call of its backward: the fast check finds the noise too
+    failed = check_function(noisy(True), (x,), fast=True)
+    assert [(call.kind, call.passed) for call in failed.calls] == [("determinism", False)]
+
+
+def test_a_function_that_donates_its_inputs_leaves_the_callers_arrays_alive():
+    """jax.jit(..., donate_argnums) deletes the arrays it is called with, under jax.vjp too: fn gets copies."""
+    donating = jax.jit(lambda x: jnp.sin(x) * 2.0, donate_argnums=0)
+    x = points((3, 4), "float64")
+    for fast in (False, True):
+        assert check_function(donating, (x,), fast=fast).passed and not x.is_deleted()

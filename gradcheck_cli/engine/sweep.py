@@ -76,6 +76,9 @@ def plan_columns(array: np.ndarray, gradient: np.ndarray, offsets, dtype: ProbeD
     :func:`~gradcheck_cli.engine.dtypes.dtype_perturbations`: the first invalid one is its typed error in
     AtCoordinate."""
     offsets = np.asarray(offsets, dtype=np.intp).reshape(-1)
+    if not len(offsets):  # a fast check's parameter: no column to compute
+        empty = np.empty(0, dtype=np.float64)
+        return ProbeColumns(tuple(array.shape), offsets, *(empty,) * (9 if probes else 2))
     index = index_columns(offsets, array.shape)
     theta = np.asarray(np.ndarray.__getitem__(array, index), dtype=np.float64).reshape(-1)
     analytic = np.asarray(np.ndarray.__getitem__(np.asarray(gradient), index), dtype=np.float64).reshape(-1)

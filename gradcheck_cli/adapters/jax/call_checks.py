@@ -6,6 +6,8 @@ a batch of cotangents (tangents) against the loop of single calls (a ``custom_vj
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...check import Options
@@ -28,23 +30,68 @@ __all__ = ["reverse_call_checks", "forward_call_checks"]
 
 def reverse_call_checks(call: Call, outputs, pullback, first, options: Options, seed: int, text: str) -> tuple:
     """``(the call checks, the observed variation)`` of the vjp ``pullback`` that gave the gradients
-    ``first`` with the cotangents of ``seed`` (:class:`~gradcheck_cli.adapters.jax.calls.Cotangents`)."""
-    cotangent_tree = Cotangents(outputs, seed, text).tree  # the same u, rebuilt: the vjp is called with it again
+    ``first`` with the cotangents of ``seed`` (:class:`~gradcheck_cli.adapters.jax.calls.Cotangents`).
+    A fast check does not call a vjp twice that is XLA's alone on the CPU (:func:`xla_alone`)."""
+    checks, variation = [], 0.0
     names = list(selected(options, call.origins))  # the inputs the check is asked about
-    expected = {name: host_float64(grad) for name, grad in zip(call.names, first) if name in names}
-    try:
-        second = {name: host_float64(grad) for name, grad in zip(call.names, pullback(cotangent_tree)) if name in names}
-    except Exception as error:  # noqa: BLE001 (the second call raising is the finding)
-        checks, variation = [raised_check(DETERMINISM, names[0], error, "the vjp called a second time")], 0.0
-    else:
-        determinism, variation = determinism_check(expected, second, options.nondet_tol)
-        checks = [determinism]
+    if not (options.fast and xla_alone(pullback, first)):
+        cotangent_tree = Cotangents(outputs, seed, text).tree  # the same u, rebuilt: the vjp is called with it again
+        expected = {name: host_float64(grad) for name, grad in zip(call.names, first) if name in names}
+        try:
+            second = pullback(cotangent_tree)
+            second = {name: host_float64(grad) for name, grad in zip(call.names, second) if name in names}
+        except Exception as error:  # noqa: BLE001 (the second call raising is the finding)
+            checks = [raised_check(DETERMINISM, names[0], error, "the vjp called a second time")]
+        else:
+            determinism, variation = determinism_check(expected, second, options.nondet_tol)
+            checks = [determinism]
     if options.batched:
         batches = [Cotangents(outputs, seed + 1 + b, text).tree for b in range(BATCH)]
         checks.append(
             batched_check(call, pullback, batches, options, f"the vjp under jax.vmap over {BATCH} cotangents")
         )
     return tuple(checks), variation
+
+
+#: What the primitives that run Python at each call of a vjp are named with (a ``custom_vjp`` backward's
+#: ``custom_lin``, ``pure_callback``, ``io_callback``): a linear program holding none is XLA's alone.
+PYTHON_AT_EACH_CALL = ("custom", "callback")
+
+
+def xla_alone(pullback, gradients) -> bool:
+    """Whether the vjp ``pullback`` is a fixed XLA program run on the CPU, so that a second call with the
+    same cotangent gives the same bits: its linear jaxpr holds no primitive that runs Python at each call
+    (:data:`PYTHON_AT_EACH_CALL`, sub-programs included), and its ``gradients`` are on the CPU (where
+    XLA's operations are deterministic; a GPU's scatter-add is not). False wherever that cannot be told:
+    JAX keeps the jaxpr in the pullback's closure, not in its API, and a version that keeps it elsewhere
+    gets the second call."""
+    leaves = jax.tree_util.tree_leaves(gradients)
+    on_cpu = all(isinstance(leaf, jax.Array) and {d.platform for d in leaf.devices()} == {"cpu"} for leaf in leaves)
+    programs = list(_closed_jaxprs(pullback))
+    return on_cpu and len(programs) == 1 and not _runs_python(programs[0])
+
+
+def _closed_jaxprs(value, depth: int = 0):
+    """The jaxprs a pullback closes over: in its (functools or jax.tree_util) partials' functions and arguments."""
+    if hasattr(value, "eqns") and hasattr(value, "invars"):
+        yield value
+    elif depth < 6 and isinstance(value, (functools.partial, jax.tree_util.Partial)):
+        for inner in (value.func, *value.args, *(value.keywords or {}).values()):
+            yield from _closed_jaxprs(inner, depth + 1)
+    elif depth < 6 and hasattr(value, "fun"):  # JAX's hashable wrapper of a partial
+        yield from _closed_jaxprs(value.fun, depth + 1)
+
+
+def _runs_python(jaxpr) -> bool:
+    for equation in jaxpr.eqns:
+        if any(word in equation.primitive.name for word in PYTHON_AT_EACH_CALL):
+            return True
+        for parameter in equation.params.values():
+            for inner in parameter if isinstance(parameter, (tuple, list)) else (parameter,):
+                inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's own
+                if hasattr(inner, "eqns") and _runs_python(inner):
+                    return True
+    return False
 
 
 def batched_check(call: Call, function, batches: list, options: Options, what: str, blamed: str | None = None):
