@@ -665,7 +665,8 @@ def test_forks_are_allowed_only_while_no_thread_has_started_nor_descriptor_opene
         assert fork_allowed()
         """
     )
-    subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120, check=True)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
 
 
 def test_the_workers_server_is_started_only_for_workers_the_command_starts(monkeypatch):
