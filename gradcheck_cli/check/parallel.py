@@ -12,17 +12,17 @@ standard library's forkserver, which has imported numpy and gradcheck once
 ``check_gradients`` with ``jobs`` needs the ``if __name__ == "__main__":`` guard either way. The
 command line's workers are forks of the command itself, holding the problem as it loaded it, while
 it runs no thread but numpy's and holds no descriptor open on anything new
-(:func:`~gradcheck_cli.core.processes.fork_context`). ``jobs=`` may
-instead be any ``concurrent.futures.Executor`` of the caller's (dask.distributed's
-``Client.get_executor()``, mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same
-verification, the same report; it is never shut down here. Each other worker loads the problem
-once, by its reference (:class:`~gradcheck_cli.engine.problem.ProblemReference`, as the command
-line loads it) or unpickled; every worker checks it against this process's: every parameter array
-bit-identical, and f(θ) evaluated once there within the jitter the purity measurement allows. A task is one contiguous chunk of
-one parameter's coordinates, probed with :func:`~gradcheck_cli.engine.sweep.probe_values` on the
-worker's own arrays; the chunks are split deterministically (about :data:`CHUNKS_PER_WORKER`
-per worker, cut at the checkpoints too) and merged in order, so what fails first serially is
-what is raised.
+(:func:`~gradcheck_cli.core.processes.fork_context`). ``jobs=`` may instead be any
+``concurrent.futures.Executor`` of the caller's (dask.distributed's ``Client.get_executor()``,
+mpi4py's ``MPIPoolExecutor``, loky): the same chunks, the same verification, the same report; it is
+never shut down here. Each other worker loads the problem once, by its reference
+(:class:`~gradcheck_cli.engine.problem.ProblemReference`, as the command line loads it) or
+unpickled; every worker checks it against this process's: every parameter array bit-identical, and
+f(θ) evaluated once there within the jitter the purity measurement allows. A task is one contiguous
+chunk of one parameter's coordinates, probed with :func:`~gradcheck_cli.engine.sweep.probe_values`
+on the worker's own arrays; the chunks are split deterministically (about :data:`CHUNKS_PER_WORKER`
+per worker, cut at the checkpoints too) and merged in order, so what fails first serially is what is
+raised.
 """
 
 from __future__ import annotations

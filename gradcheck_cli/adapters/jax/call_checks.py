@@ -83,6 +83,7 @@ def _closed_jaxprs(value, depth: int = 0):
 
 
 def _runs_python(jaxpr) -> bool:
+    """Whether a primitive of ``jaxpr``, or of a program among its equations' parameters, runs Python."""
     for equation in jaxpr.eqns:
         if any(word in equation.primitive.name for word in PYTHON_AT_EACH_CALL):
             return True
