@@ -33,8 +33,8 @@ def reverse_call_checks(call: Call, outputs, pullback, first, options: Options, 
     ``first`` with the cotangents of ``seed`` (:class:`~gradcheck_cli.adapters.jax.calls.Cotangents`).
     A fast check does not call a vjp twice that is XLA's alone on the CPU (:func:`xla_alone`)."""
     checks, variation = [], 0.0
-    names = list(selected(options, call.origins))  # the inputs the check is asked about
     if not (options.fast and xla_alone(pullback, first)):
+        names = list(selected(options, call.origins))  # the inputs the check is asked about
         cotangent_tree = Cotangents(outputs, seed, text).tree  # the same u, rebuilt: the vjp is called with it again
         expected = {name: host_float64(grad) for name, grad in zip(call.names, first) if name in names}
         try:
