@@ -309,6 +309,34 @@ def test_curvature_resolved_at_a_smaller_step_passes_but_a_coincidence_there_doe
     assert judge_confirmed(with_step_sensitivity(estimates), Standard(1e-6, Resolution(1.0, 1.0))).verdict != PASSED
 
 
+def test_a_zero_gradient_whose_truncation_shrinks_with_the_step_passes_beside_larger_gradients():
+    # f = Σ x³ at x = 0: the central difference is h² (truncation), 0 at h/10 where f does not move,
+    # 100h² at 10h. Each is zero within its bar, and the bars are small beside the gradient 3 of
+    # the other coordinates: passed. Not when nothing larger matters (every gradient that small).
+    h = 6.055454452393343e-06
+    estimates = with_step_sensitivity(
+        [_estimate(h * h, analytic=0.0, bar=2.3e-12), _estimate(0.0, analytic=0.0, bar=1.15e-11, step=h / 10)]
+        + [_estimate(100 * h * h, analytic=0.0, bar=1.8e-15, step=10 * h)]
+    )
+    assert judge_confirmed(estimates, Standard(1e-7, Resolution(gradient=3.0, check=3.0))).verdict == PASSED
+    assert judge_confirmed(estimates, Standard(1e-7, Resolution(gradient=1e-9, check=1e-9))).verdict != PASSED
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_cube_passes_at_its_stationary_point_and_a_wrong_value_there_does_not(dtype):
+    x = np.linspace(-1, 1, 7).astype(dtype)
+
+    def objective(parameters):
+        return float(np.sum(parameters["x"].astype(np.float64) ** 3))
+
+    report = check_gradients(objective, {"x": x}, {"x": 3 * x.astype(np.float64) ** 2})
+    assert report.verdict == PASSED, [(c.verdict, c.reason) for c in report.parameters[0].checks]
+    wrong = 3 * x.astype(np.float64) ** 2
+    wrong[3] = 0.03  # 1e-2 of the largest gradient 3
+    report = check_gradients(objective, {"x": x}, {"x": wrong})
+    assert report.parameters[0].checks[3].verdict == FAILED
+
+
 def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
     # Beside the parameter's own largest gradient, or the check's: 1e-12 is within 1e-6 of 1.

@@ -121,15 +121,21 @@ def with_step_sensitivity(estimates: Sequence[JudgedEstimate]) -> tuple:
     return tuple(widened)
 
 
-def _supported(estimates: Sequence[JudgedEstimate], usable: list, index: int, tolerance: float, floor: float) -> bool:
+def _supported(
+    estimates: Sequence[JudgedEstimate], usable: list, index: int, tolerance: float, floor: float, zero: float = 0.0
+) -> bool:
     """Another step backs the estimate: it agrees with the analytic value too (within the floor or
     their two bars, at most the tolerance), or their Richardson extrapolation does (within the floor or their rounding and
-    jitter, at most the tolerance), or the two differ by no more than their rounding and jitter."""
+    jitter, at most the tolerance), or the two differ by no more than their rounding and jitter, or
+    both are zero within their bars and those bars are at most ``zero`` (the tolerance of the
+    gradients that matter: a zero gradient's estimates are its truncation, h²·f‴/6, and rounding)."""
     chosen = estimates[index]
     for other_index in usable:
         if other_index == index:
             continue
         other = estimates[other_index]
+        if all(_zero_within(estimate, zero) for estimate in (chosen, other)):
+            return True
         both = FAIL_MARGIN * (chosen.error_bar.total + other.error_bar.total)
         if other.slopes_consistent and abs(other.analytic - other.numerical) <= min(
             tolerance * other.scale, max(floor * other.scale, both)
@@ -145,6 +151,20 @@ def _supported(estimates: Sequence[JudgedEstimate], usable: list, index: int, to
         if abs(chosen.numerical - other.numerical) <= FAIL_MARGIN * a_priori:
             return True
     return False
+
+
+def _zero_limit(standard: Standard) -> float:
+    """The largest bar within which both values of an estimate are zero beside the gradients that
+    matter (verdict_passes' clause)."""
+    return standard.tolerance * resolution_scale(standard.resolution)
+
+
+def _zero_within(estimate: JudgedEstimate, zero: float) -> bool:
+    """Both values within the estimate's bar of zero, at consistent slopes, and that bar at most ``zero``."""
+    bar = estimate.error_bar.total
+    return (
+        estimate.slopes_consistent and bar <= zero and abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
+    )
 
 
 #: At a smooth point the one-sided slopes' gap over the step (the curvature f″) is the same at every
@@ -315,6 +335,6 @@ def _passing(estimates: Sequence[JudgedEstimate], standard: Standard, evidence: 
             standard if index == best else own,
             index == best,
         )
-        and _supported(estimates, every, index, tolerance, floor)
+        and _supported(estimates, every, index, tolerance, floor, _zero_limit(standard if index == best else own))
         and not (collapsed and collapsed[index] and abs(estimates[index].analytic) > evidence.rounding_zero)
     ]
