@@ -337,6 +337,19 @@ def test_a_cube_passes_at_its_stationary_point_and_a_wrong_value_there_does_not(
     assert report.parameters[0].checks[3].verdict == FAILED
 
 
+def test_values_that_cancel_to_near_zero_are_not_blamed_on_precision_or_noise_alone():
+    # Σ x³ at x = 0 among ±1, ±2/3, ±1/3: f(θ) is −2⁻⁵², the rounding of terms of order 1, so its
+    # estimates move by thousands of ε·|f| between steps. An analytic 1e-9 there is not decided, and
+    # the reason names the cancellation beside the other causes.
+    x = np.linspace(-1, 1, 7)
+    wrong = 3 * x**2
+    wrong[3] = 1e-9
+    report = check_gradients(lambda p: float(np.sum(p["x"] ** 3)), {"x": x}, {"x": wrong})
+    record = report.parameters[0].checks[3]
+    assert record.verdict == INCONCLUSIVE
+    assert "is a small difference of much larger terms" in record.reason
+
+
 def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():
     tiny = _estimate(3e-13, analytic=0.0, bar=1e-12)
     # Beside the parameter's own largest gradient, or the check's: 1e-12 is within 1e-6 of 1.

@@ -48,7 +48,8 @@ def noise_note(units: float, precision: str) -> str:
     """The reason's note when f's values vary by ``units``·ε·|f|, far above the rounding of ``precision``."""
     return (
         f"; f's values vary by about {units:.0f}·ε·|f| between steps, far above the rounding of {precision}: "
-        "the objective computes in lower precision inside (float32?), or is noisy"
+        "the objective computes in lower precision inside (float32?), is noisy, or is a small difference "
+        "of much larger terms (whose rounding that is, not ε·|f|'s)"
     )
 
 
