@@ -61,7 +61,7 @@ def verdict_passes(estimate, limit, standard: Standard, unresolved=True):
     agrees = consistent & (estimate.relative_error <= limit)
     if not unresolved:
         return agrees
-    zero = (abs(analytic) <= bar) & (abs(numerical) <= bar) & (bar <= tolerance * resolution_scale(resolution))
+    zero = _zero_within(analytic, numerical, bar, _zero_limit(standard))
     gap = abs(analytic - numerical)
     small = (FAIL_MARGIN * bar > tolerance * scale) & (gap <= FAIL_MARGIN * bar)
     small = small & (gap + bar <= tolerance * resolution.gradient)
@@ -122,7 +122,7 @@ def with_step_sensitivity(estimates: Sequence[JudgedEstimate]) -> tuple:
 
 
 def _supported(
-    estimates: Sequence[JudgedEstimate], usable: list, index: int, tolerance: float, floor: float, zero: float = 0.0
+    estimates: Sequence[JudgedEstimate], usable: list, index: int, tolerance: float, floor: float, zero: float
 ) -> bool:
     """Another step backs the estimate: it agrees with the analytic value too (within the floor or
     their two bars, at most the tolerance), or their Richardson extrapolation does (within the floor or their rounding and
@@ -134,7 +134,7 @@ def _supported(
         if other_index == index:
             continue
         other = estimates[other_index]
-        if all(_zero_within(estimate, zero) for estimate in (chosen, other)):
+        if all(e.slopes_consistent and _zero_within(e.analytic, e.numerical, e.bar, zero) for e in (chosen, other)):
             return True
         both = FAIL_MARGIN * (chosen.error_bar.total + other.error_bar.total)
         if other.slopes_consistent and abs(other.analytic - other.numerical) <= min(
@@ -159,12 +159,9 @@ def _zero_limit(standard: Standard) -> float:
     return standard.tolerance * resolution_scale(standard.resolution)
 
 
-def _zero_within(estimate: JudgedEstimate, zero: float) -> bool:
-    """Both values within the estimate's bar of zero, at consistent slopes, and that bar at most ``zero``."""
-    bar = estimate.error_bar.total
-    return (
-        estimate.slopes_consistent and bar <= zero and abs(estimate.analytic) <= bar and abs(estimate.numerical) <= bar
-    )
+def _zero_within(analytic, numerical, bar, limit):
+    """Both values within the bar of zero, and the bar at most ``limit``: elementwise on columns alike."""
+    return (abs(analytic) <= bar) & (abs(numerical) <= bar) & (bar <= limit)
 
 
 #: At a smooth point the one-sided slopes' gap over the step (the curvature f″) is the same at every
