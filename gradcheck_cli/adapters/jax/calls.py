@@ -68,8 +68,14 @@ class Call:
             raise InvalidCall(call="fn(*inputs)", problem="has no floating-point input leaf to check")
 
     def primals(self) -> list:
-        """The checked leaves at their origins, as JAX arrays."""
+        """The checked leaves at their origins, as JAX arrays (copies)."""
         return [jnp.array(self.origins[name]) for name in self.names]
+
+    def traced_primals(self) -> list:
+        """The checked leaves at their origins as the host arrays they are, for a JAX transformation to
+        trace ``fn`` at: JAX takes each as an input of its own, a copy or a view it never writes, so that a
+        ``jit`` donating its arguments leaves θ and the inputs as they were; nothing is copied here."""
+        return [self.origins[name] for name in self.names]
 
     def __call__(self, *leaves):
         """``fn`` with the checked leaves replaced by ``leaves`` (one per name, in order)."""
@@ -171,7 +177,7 @@ def argument_names(fn, count: int) -> list:
 
 
 def checked_leaf(name: str, leaf) -> np.ndarray | None:
-    """A host copy of a floating leaf to check, in its dtype; None for a leaf passed as is."""
+    """A host copy of a floating leaf to check, in its dtype (never written); None for a leaf passed as is."""
     if isinstance(leaf, float):
         leaf = jnp.asarray(leaf)
     if not isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
@@ -185,6 +191,8 @@ def checked_leaf(name: str, leaf) -> np.ndarray | None:
         raise UnsupportedJaxInput(input=name, problem=problem)
     if dtype.name in ("float64", "complex128") and jax.dtypes.canonicalize_dtype(dtype) != dtype:
         raise X64Disabled(input=name, dtype=dtype.name)
+    if isinstance(leaf, jax.Array):  # immutable: its host view (read-only; a copy off the CPU) is θ for good
+        return np.asarray(leaf)
     return np.array(leaf, copy=True)
 
 

@@ -76,7 +76,7 @@ def derivative_problem(call: Call, path: tuple, options: Options | None = None, 
 
 def reverse_problem(call: Call, g, seed: int, text: str, options: Options | None) -> tuple:
     """``(GradientProblem of ⟨u, g(leaves)⟩ with its vjp, the call checks, their variation)``."""
-    outputs, pullback = jax.vjp(g, *call.primals())
+    outputs, pullback = jax.vjp(g, *call.traced_primals())
     first = Cotangents(outputs, seed, text)
     grads = pullback(first.tree)
     checks, variation = (), 0.0
