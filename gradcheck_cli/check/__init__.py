@@ -18,8 +18,9 @@ from ..advice.steps import advise_parameter_steps
 from ..engine.problem import GradientProblem, as_problem
 from ..verdict.estimates import kink_tolerance_for_step
 from .derivatives import FirstValueUnconfirmed
+from .diagnosed import with_passing_gradients
 from .fast import fast_checks
-from .judge import judge_parameter, largest_gradient, with_passing_gradients
+from .judge import judge_parameter, largest_gradient
 from .options import ALL_COORDINATES, AUTO_STEP, Options, Samples, is_auto, is_serial, options_of
 from .plan import plan_check, probed_at, selected_coordinates
 from .probe import JITTER_LIMIT, GuardedObjective, first_pass, resolved_direction_scale

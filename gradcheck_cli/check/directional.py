@@ -7,6 +7,7 @@ docs/method.md ("The directional test").
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.record import Record
@@ -132,32 +133,32 @@ def probe_direction(
     )
 
 
-def probe_joint(probings: list, changes: list) -> tuple | None:
+def probe_joint(probings: list, changed: Callable[[int], Exception]) -> tuple | None:
     """Every parameter of ``probings`` moved along its own direction at once (multiplier 1): θ₊
     written into each array, f once, θ₋ into each, f once, every array restored on every path.
 
     ``(DirectionalProbe of the whole, each parameter's share min(‖a∘s‖₂, |Σ a·s|)/2)``: the size of
     an error in it that the joint estimate shows, and of one proportional to its gradient; None where one parameter's
     probes are unusable (a probe overflows, no element moves, a sum of squares cannot be trusted)
-    or f raises or is not finite there: its own probes then say which. ``changes[k]`` is raised
+    or f raises or is not finite there: its own probes then say which. ``changed(k)`` is raised
     where the objective changed parameter k (as :func:`probe_direction`'s ``changed``)."""
     evaluate, written, passes = probings[0].evaluate, [], []
     try:
-        for probing, changed in zip(probings, changes):
+        for k, probing in enumerate(probings):
             bounds = block_bounds(probing.array.size)
             written.append(probing)
             sums = plus_pass(probing, 1.0, bounds, None, compare=True)
             if sums is CHANGED:
-                raise changed
+                raise changed(k)
             if sums is None or not (sums.squares == 0.0 or trusted_squares(sums.squares)):
                 return None
             passes.append((bounds, sums))
         plus_value = evaluated_value("plus", evaluate())
-        for probing, changed, (bounds, sums) in zip(probings, changes, passes):
+        for k, (probing, (bounds, sums)) in enumerate(zip(probings, passes)):
             if not probing.array.flags.writeable:
                 raise ReadOnlyArray(role="parameters", during_check=True)
             if not minus_pass(probing, bounds, sums.checksums):
-                raise changed
+                raise changed(k)
         minus_value = evaluated_value("minus", evaluate())
     except (ParameterChanged, ReadOnlyArray):
         raise

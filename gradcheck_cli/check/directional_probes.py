@@ -20,13 +20,14 @@ import numpy as np
 from ..core.splitmix import MASK64, splitmix64_array
 from ..engine.blocks import (
     BLOCK,
+    SMALL_BYTES,
     FlatBlocks,
     as_float64,
     block_bounds,
     byte_comparison,
     same_array_bits,
-    scratch,
     scratch_pass,
+    scratches,
     tree_sum,
 )
 from ..engine.tensors import write_back
@@ -220,13 +221,14 @@ class _Buffers:
     def __init__(self, target: FlatBlocks):
         count, dtype = target.array.size, target.array.dtype
         self.target = target
-        self.exact, self.plus, self.minus, self.shifts, self.products, self.weights = (
-            scratch(name, count) for name in ("exact", "plus", "minus", "shifts", "products", "weights")
-        )
+        self.exact, self.plus, self.minus, self.shifts, self.products, self.weights = scratches(_FLOAT64_NAMES, count)
         work = np.float32 if dtype == np.float32 else np.float64  # what Δ and θ₊ − θ are computed in
-        self.step, self.shift = (scratch(name, count, work) for name in ("step", "shift"))
+        self.step, self.shift = scratches(("step", "shift"), count, work)
         own = dtype != np.float64
-        self.own, self.other = (scratch(name, count, dtype) if own else None for name in ("own", "other"))
+        self.own, self.other = scratches(("own", "other"), count, dtype) if own else (None, None)
+
+
+_FLOAT64_NAMES = ("exact", "plus", "minus", "shifts", "products", "weights")
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +359,8 @@ def _block_comparison(target: FlatBlocks, source: FlatBlocks) -> Callable[[int, 
     """same(start, stop): whether elements start:stop of ``target`` hold ``source``'s bits, memcmp at
     the blocks' addresses where both arrays are C-contiguous (the same dtype), else block by block."""
     memcmp = byte_comparison()
-    if memcmp is None or not (target.array.flags.c_contiguous and source.array.flags.c_contiguous):
+    contiguous = target.array.flags.c_contiguous and source.array.flags.c_contiguous
+    if memcmp is None or not contiguous or target.array.nbytes <= SMALL_BYTES:
         return lambda start, stop: same_array_bits(target.read(start, stop), source.read(start, stop))
     first, second, size = target.array.ctypes.data, source.array.ctypes.data, target.array.itemsize
     return lambda start, stop: memcmp(first + start * size, second + start * size, (stop - start) * size) == 0

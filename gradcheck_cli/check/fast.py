@@ -5,14 +5,16 @@ that test does not pass, to localize and diagnose (docs/method.md, "The fast che
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
-from ..engine.sweep import slope_columns
+from ..engine.sweep import SlopeColumns
 from ..errors import ParameterChanged
+from .diagnosed import with_passing_gradients
 from .directional import probe_joint
 from .directional_probes import DirectionalProbing
-from .judge import judge_joint_direction, judge_parameter, largest_gradient, with_passing_gradients
+from .judge import judge_joint_direction, judge_parameter, largest_gradient
 from .options import Options
 from .plan import with_coordinates
 from .probe import (
@@ -128,15 +130,14 @@ def _joint_probe(plan: list, counted: GuardedObjective):
         )
         for planned in plan
     ]
-    changes = [ParameterChanged(parameter=planned.name, change="modified in place") for planned in plan]
-    return probe_joint(probings, changes)
+    return probe_joint(probings, lambda k: ParameterChanged(parameter=plan[k].name, change="modified in place"))
 
 
 def _covered(plan: list, probe, shares: tuple, center: float, purity) -> dict:
     """{name: (the joint DirectionalCheck, its item)} of each parameter the passed joint test holds:
     its share min(‖a∘s‖₂, |Σ a·s|)/2 at least tolerance/JOINT_TOLERANCE of the joint estimate's
     scale; {} unless the joint test passed."""
-    item = ProbedParameter(plan[0], *_empty(plan[0], center), direction=probe)
+    item = ProbedParameter(plan[0], *_empty(), direction=probe)
     item.direction_scale = _measured_scale(item)
     check = judge_joint_direction(item, center, purity, item.direction_scale)
     if check is None or not check.passed:
@@ -192,15 +193,17 @@ def _localized(unpassed: list, probed: list, checks: list, counted, options: Opt
 def _covered_record(planned, covered: dict, counted: GuardedObjective, purity) -> tuple:
     """(item, record) of a parameter the joint test covers: no coordinate, the joint DirectionalCheck."""
     joint, joint_item = covered[planned.name]
-    item = ProbedParameter(planned, *_empty(planned, counted.centers[0]))
+    item = ProbedParameter(planned, *_empty())
     scale = joint_item.direction_scale
     return item, judge_parameter(item, counted, purity, (0.0, scale), scale, directional=joint)
 
 
-def _empty(planned, center: float) -> tuple:
-    """(minus values, plus values, slopes) of a parameter with no coordinate."""
-    empty = np.empty(0, dtype=np.float64)
-    return empty, empty, slope_columns(planned.columns, empty, center, empty)
+@functools.cache
+def _empty() -> tuple:
+    """(minus values, plus values, slopes) of a parameter with no coordinate: empty, read-only, made once."""
+    empty, none = np.empty(0, dtype=np.float64), np.empty(0, dtype=bool)
+    empty.flags.writeable = none.flags.writeable = False
+    return empty, empty, SlopeColumns(empty, empty, empty, none)
 
 
 def _largest(probed: list, covered: dict) -> tuple:

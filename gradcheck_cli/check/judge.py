@@ -12,13 +12,13 @@ from ..engine.dtypes import probe_dtype
 from ..engine.estimator import CentralDifference, compare_gradients, compare_one_sided_slopes
 from ..engine.tensors import at_coordinate
 from ..errors import AtParameter, GradCheckError
-from ..verdict.diagnosis import DirectionalGap, Scope, diagnose_parameter, with_other_parameters
 from ..verdict.estimates import (
     NoiseModel,
     ObservedNoise,
     PrimaryColumns,
     ProbeValues,
     floor_factor,
+    no_coordinates,
     observed_noise,
     primary_columns,
     sensitivity_floors,
@@ -31,8 +31,6 @@ from ..verdict.reasons import agreement
 from ..verdict.rules import judge_confirmed, judge_primary, smooth_by_curvature, verdict_of, with_step_sensitivity
 from ..verdict.terms import (
     CONFIRMATION_FACTORS,
-    FAILED,
-    FAIL_MARGIN,
     INCONCLUSIVE,
     KINK,
     LARGEST_RELATIVE_STEP,
@@ -44,6 +42,7 @@ from ..verdict.terms import (
     Resolution,
     Standard,
 )
+from .diagnosed import diagnosis_of
 from .directional import DirectionalCheck, directional_estimate
 from .plan import PlannedParameter
 from .probe import (
@@ -382,6 +381,9 @@ def judge_parameter(
     resolution = Resolution(gradient=largest_gradient(item), check=largest[0])
     kink_tolerances = _kink_tolerances(planned, columns.step, columns.theta)
     center = counted.centers[0]
+    if directional is not None and not len(columns):  # a fast check's covered parameter: its record alone
+        reading = PrimaryReading(_slim(item), center, jitter, resolution, no_coordinates(), purity.stateful)
+        return _parameter_check(item, CoordinateChecks(reading, {}), directional, kink_tolerances, purity)
     primary = primary_columns(
         columns,
         ProbeValues(item.minus_values, center, item.plus_values, item.slopes),
@@ -397,6 +399,12 @@ def judge_parameter(
     directional = directional or _judge_direction(
         item, counted, reading, Resolution(direction_scale, largest[1]), noise
     )
+    return _parameter_check(item, checks, directional, kink_tolerances, purity)
+
+
+def _parameter_check(item: ProbedParameter, checks, directional, kink_tolerances, purity: PurityVerdict):
+    """The parameter's record of its judged ``checks`` and ``directional`` test: its verdict and diagnosis."""
+    planned = item.planned
     verdict = verdict_of(checks.verdicts() | {directional.verdict}, purity.stateful)
     unique = np.unique(kink_tolerances) if isinstance(kink_tolerances, np.ndarray) else [kink_tolerances]
     return ParameterCheck(
@@ -412,20 +420,8 @@ def judge_parameter(
         passed=verdict == PASSED,
         checks=checks,
         directional=directional,
-        diagnosis=_diagnosis(item, checks, directional),
+        diagnosis=diagnosis_of(item, checks, directional),
     )
-
-
-def _diagnosis(item: ProbedParameter, checks: CoordinateChecks, directional: DirectionalCheck):
-    """The parameter's diagnosis: None when neither a coordinate nor the directional test failed."""
-    failed, planned = checks.failed(), item.planned
-    if not failed and directional.verdict != FAILED:
-        return None  # nothing to diagnose: the columns the diagnosis reads are not made
-    size, inconclusive = int(planned.array.size), checks.verdict_count(INCONCLUSIVE)
-    scope = Scope(planned.name, len(checks), size, inconclusive, checks.index_columns())
-    gradient = np.asarray(planned.gradient, dtype=np.float64) if failed else planned.gradient  # read if failed
-    gap, parts = _directional_gap(item, directional, planned.tolerance), planned.complex_dtype is not None
-    return diagnose_parameter(failed, checks.passing_index_columns(), directional, gradient, gap, scope, parts=parts)
 
 
 def _confirmed_coordinates(reading: PrimaryReading, confirmed: dict, counted: GuardedObjective, noise) -> dict:
@@ -438,22 +434,6 @@ def _confirmed_coordinates(reading: PrimaryReading, confirmed: dict, counted: Gu
             rejudged = _judge_coordinate(reading, k, confirmed[k] + last, noise)
             judged[k] = rejudged if rejudged.passed else record
     return judged
-
-
-def with_passing_gradients(checks: list, probed: list) -> list:
-    """Each parameter's record, an unexplained diagnosis saying what the analytic gradients of the
-    parameters that passed show about its failing coordinates (a copy of one, a term ∝ one)."""
-    passing = {item.planned.name: item.planned.gradient for item, check in zip(probed, checks) if check.passed}
-    if not passing:
-        return checks
-    updated = []
-    for item, check in zip(probed, checks):
-        diagnosis = check.diagnosis
-        if diagnosis is not None:  # none stays none
-            gradients = {**passing, check.name: item.planned.gradient}
-            diagnosis = with_other_parameters(diagnosis, check.name, check.checks.failed(), gradients)
-        updated.append(check if diagnosis is check.diagnosis else dataclasses.replace(check, diagnosis=diagnosis))
-    return updated
 
 
 def _last_confirmation(item: ProbedParameter, k: int, record, differences: list, counted: GuardedObjective) -> list:
@@ -486,15 +466,3 @@ def _slim(item: ProbedParameter) -> ProbedParameter:
     kept must keep no copy of θ (nor θ, its snapshot or its gradient)."""
     planned = dataclasses.replace(item.planned, array=None, gradient=None, snapshot=None)
     return ProbedParameter(planned, item.minus_values, item.plus_values, item.slopes)
-
-
-def _directional_gap(item: ProbedParameter, directional: DirectionalCheck, tolerance: float) -> DirectionalGap | None:
-    """A failed directional test's gap, for the diagnosis to explain (None unless it failed)."""
-    if directional.verdict != FAILED or item.displacement is None:
-        return None
-    estimate = directional.estimates[directional.decided_at]
-    return DirectionalGap(
-        shifts=item.displacement.shifts(item.original),
-        gap=estimate.analytic - estimate.numerical,
-        limit=max(FAIL_MARGIN * estimate.error_bar.total, tolerance * estimate.scale),
-    )

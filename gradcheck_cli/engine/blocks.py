@@ -25,6 +25,7 @@ __all__ = [
     "as_float64",
     "FlatBlocks",
     "scratch",
+    "scratches",
     "scratch_pass",
     "same_array_bits",
     "byte_comparison",
@@ -32,6 +33,8 @@ __all__ = [
 
 #: Elements a block holds at most: a float64 temporary of 512 KiB.
 BLOCK = 1 << 16
+#: Arrays of at most this many bytes are compared as bytes objects (:func:`same_array_bits`).
+SMALL_BYTES = 1 << 12
 
 
 _SCRATCH = threading.local()  # each thread's block temporaries, by pass depth, name and dtype
@@ -41,16 +44,22 @@ def scratch(name: str, count: int, dtype=np.float64) -> np.ndarray:
     """A temporary of min(``count``, BLOCK) elements, the same memory at each call with these ``name``
     and ``dtype`` in this thread and at this :func:`scratch_pass` depth: a pass reuses the pages of the
     last one instead of having fresh ones mapped (a few MiB a thread, kept)."""
+    return scratches((name,), count, dtype)[0]
+
+
+def scratches(names: tuple, count: int, dtype=np.float64) -> tuple:
+    """:func:`scratch` of each of ``names`` (a tuple), found at once: what a pass over a small array
+    costs is mostly such look-ups."""
     size = min(BLOCK, count)
     local = _SCRATCH.__dict__
     buffers = local.get("buffers")
     if buffers is None:
         buffers = local["buffers"] = {}
-    key = (local.get("depth", 0), name, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
-    buffer = buffers.get(key)
-    if buffer is None or len(buffer) < size:
-        buffer = buffers[key] = np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype)
-    return buffer[:size]
+    key = (local.get("depth", 0), names, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+    kept = buffers.get(key)
+    if kept is None or len(kept[0]) < size:
+        kept = buffers[key] = tuple(np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype) for _ in names)
+    return tuple([buffer[:size] for buffer in kept])
 
 
 @contextlib.contextmanager
@@ -154,8 +163,11 @@ def same_array_bits(first, second, offsets=None) -> bool:
     with ``offsets``, at those row-major offsets only."""
     if first.shape != second.shape or first.dtype != second.dtype:
         return False
-    if offsets is None and first.flags.c_contiguous and second.flags.c_contiguous and byte_comparison() is not None:
-        return byte_comparison()(first.ctypes.data, second.ctypes.data, first.nbytes) == 0  # at memory speed
+    if offsets is None and first.flags.c_contiguous and second.flags.c_contiguous:
+        if first.nbytes <= SMALL_BYTES:  # copied out and compared: cheaper than finding the addresses
+            return first.tobytes() == second.tobytes()
+        if byte_comparison() is not None:
+            return byte_comparison()(first.ctypes.data, second.ctypes.data, first.nbytes) == 0  # at memory speed
     as_bits = np.dtype(f"u{first.dtype.itemsize}")
     if offsets is not None:
         offsets = np.asarray(offsets, dtype=np.intp)

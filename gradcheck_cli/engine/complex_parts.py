@@ -37,6 +37,8 @@ PARTS = ("real", "imag")
 
 def is_complex_dtype(dtype) -> bool:
     """Whether ``dtype`` (a numpy dtype or its name) is one of :data:`COMPLEX_DTYPES`."""
+    if getattr(dtype, "kind", "c") != "c":  # numpy's dtype.name is slow to read: most dtypes are not complex
+        return False
     return getattr(dtype, "name", dtype) in COMPLEX_DTYPES
 
 

@@ -157,6 +157,8 @@ def probe_dtype(dtype, role: str = "parameters") -> ProbeDtype:
         name = "float64"
     elif isinstance(dtype, str) and dtype in PROBE_DTYPES:
         name = dtype
+    elif type(dtype).__module__ == "numpy.dtypes" and dtype in _BY_DTYPE:  # a numpy dtype seen before
+        return _BY_DTYPE[dtype]
     else:
         import numpy as np
 
@@ -165,9 +167,15 @@ def probe_dtype(dtype, role: str = "parameters") -> ProbeDtype:
         except TypeError:
             name = str(dtype)
     try:
-        return PROBE_DTYPES[name]
+        found = PROBE_DTYPES[name]
     except KeyError:
         raise unsupported_dtype(role, name) from None
+    if type(dtype).__module__ == "numpy.dtypes":
+        _BY_DTYPE[dtype] = found
+    return found
+
+
+_BY_DTYPE = {}  # numpy dtype → its ProbeDtype: reading a dtype's name is slow in numpy 2
 
 
 #: The complex dtypes a check takes as their real and imaginary parts (engine/complex_parts.py).

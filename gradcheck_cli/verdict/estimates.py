@@ -26,6 +26,7 @@ __all__ = [
     "stencil_estimates",
     "PrimaryColumns",
     "primary_columns",
+    "no_coordinates",
     "sensitivity_floors",
     "floor_factor",
     "value_epsilons",
@@ -223,7 +224,7 @@ def primary_columns(
     |numerical| value (the check's is not consulted here); ``floor_factor`` :func:`floor_factor`'s.
     """
     if len(columns) == 0:  # a fast check's parameter: no coordinate
-        return _no_coordinates()
+        return no_coordinates()
     epsilons = _value_epsilons(columns, values, noise.epsilon)
     estimates = _stencil_columns(columns, values, noise, epsilons)
     tolerance, resolution = standard.tolerance, standard.resolution.gradient
@@ -237,7 +238,7 @@ def primary_columns(
 
 
 @functools.cache
-def _no_coordinates() -> PrimaryColumns:
+def no_coordinates() -> PrimaryColumns:
     """The PrimaryColumns of no coordinate, read-only, made once."""
     empty, none = np.empty(0), np.empty(0, dtype=bool)
     empty.flags.writeable = none.flags.writeable = False
