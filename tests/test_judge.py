@@ -338,16 +338,40 @@ def test_a_cube_passes_at_its_stationary_point_and_a_wrong_value_there_does_not(
 
 
 def test_values_that_cancel_to_near_zero_are_not_blamed_on_precision_or_noise_alone():
-    # Σ x³ at x = 0 among ±1, ±2/3, ±1/3: f(θ) is −2⁻⁵², the rounding of terms of order 1, so its
-    # estimates move by thousands of ε·|f| between steps. An analytic 1e-9 there is not decided, and
-    # the reason names the cancellation beside the other causes.
+    # Σ x³ at x = 0 among ±1, ±2/3, ±1/3: f is the rounding of terms of order 1 that cancel, 0 and
+    # k·2⁻⁵² of a few bits, which are numbers of every binary precision: no lower precision is shown.
+    # The estimates are the truncation h² at h and 10h (0 at h/10): the derivative is 0, and an
+    # analytic value is decided by its distance from 0 in bars (±7.56e-11 at h, the smallest usable).
     x = np.linspace(-1, 1, 7)
-    wrong = 3 * x**2
-    wrong[3] = 1e-9
-    report = check_gradients(lambda p: float(np.sum(p["x"] ** 3)), {"x": x}, {"x": wrong})
-    record = report.parameters[0].checks[3]
-    assert record.verdict == INCONCLUSIVE
-    assert "is a small difference of much larger terms" in record.reason
+    verdicts = {}
+    for value in (1e-11, 1e-10, 2e-10, 1e-9):
+        wrong = 3 * x**2
+        wrong[3] = value
+        record = check_gradients(lambda p: float(np.sum(p["x"] ** 3)), {"x": x}, {"x": wrong}).parameters[0].checks[3]
+        differences = [abs(estimate.numerical) for estimate in record.estimates]
+        assert differences == [
+            pytest.approx(h**2, rel=1e-9) for h in (6.055454452393343e-06, 0.0, 6.055454452393343e-05)
+        ]
+        assert "numbers: the objective computes in lower precision" not in record.reason
+        verdicts[value] = record.verdict
+        if value == 1e-10:  # within 2 bars: the reason names the cancellation beside the other causes
+            assert "is a small difference of much larger terms" in record.reason
+    assert verdicts == {1e-11: PASSED, 1e-10: INCONCLUSIVE, 2e-10: FAILED, 1e-9: FAILED}
+
+
+def test_a_float32_objective_frozen_at_one_is_not_failed_whatever_the_analytic_value():
+    # f = 1 + 1e-9·Σt in float32 is 1.0 at every probe: its values, one bit each, are read as the
+    # float32 numbers they are (all the same number: f frozen), and a nonzero analytic value, right
+    # or not, is not decided.
+    t = np.array([0.3, -0.7])
+
+    def objective(parameters):
+        return float(np.float32(1.0) + np.float32(1e-9) * np.sum(parameters["t"].astype(np.float32)))
+
+    for analytic in (1e-9, 1.0):
+        report = check_gradients(objective, {"t": t}, {"t": np.full(2, analytic)})
+        assert [record.verdict for record in report.parameters[0].checks] == [INCONCLUSIVE, INCONCLUSIVE]
+        assert report.parameters[0].checks[0].reason.startswith("f did not change at any step tried")
 
 
 def test_values_within_the_bar_of_zero_pass_only_beside_larger_gradients():

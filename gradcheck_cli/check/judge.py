@@ -132,7 +132,7 @@ def _confirmed(reading: PrimaryReading, k: int, differences: list, noise: Observ
     first = (reading.primary.estimate(k),) if not noise.units else ()
     estimates = [*first, *(confirmations.estimate(j) for j in range(len(first), len(differences)))]
     estimates = with_step_sensitivity(_smooth_slopes(estimates, [d.right_slope - d.left_slope for d in differences]))
-    values_precision = _values_precision(planned, difference)
+    values_precision = _values_precision(planned, differences)
     evidence = Evidence(
         collapsed=[other.minus_value == other.center_value == other.plus_value for other in differences],
         precision=planned.dtype.name,
@@ -171,13 +171,30 @@ def _rounding_zero(item: ProbedParameter, center: float, resolution: Resolution)
     return ROUNDING_FACTOR * item.planned.dtype.epsilon * max(resolution.gradient, resolution.check)
 
 
-def _values_precision(planned: PlannedParameter, difference: CentralDifference) -> str | None:
-    """float32 or bfloat16 when f's three values at h are all numbers of that less precise dtype."""
-    values = ([difference.minus_value], difference.center_value, [difference.plus_value])
-    epsilon = float(value_epsilons(*values, planned.dtype.epsilon, _points(difference))[0])
+def _values_precision(planned: PlannedParameter, differences: list) -> str | None:
+    """float32 or bfloat16 when f's three values at every step tried are all numbers of that less
+    precise dtype, and not by chance: one of them has more significant bits than half its significand,
+    or every one is the same number (f frozen, read as a precision too coarse for the steps). Values of
+    a few bits are numbers of every binary precision: 0 and k·2⁻⁵², what terms of order 1 cancel to."""
+    epsilon = min(
+        float(value_epsilons([d.minus_value], d.center_value, [d.plus_value], planned.dtype.epsilon, _points(d))[0])
+        for d in differences
+    )
     if epsilon == planned.dtype.epsilon:
         return None
-    return "bfloat16" if epsilon == 2.0**-7 else "float32"
+    name = "bfloat16" if epsilon == 2.0**-7 else "float32"
+    values = {value for d in differences for value in (d.minus_value, d.center_value, d.plus_value)}
+    if len(values) > 1 and max(map(_significant_bits, values)) <= probe_dtype(name).significand_bits // 2:
+        return None
+    return name
+
+
+def _significant_bits(value: float) -> int:
+    """How many bits of its significand a finite float64 needs, from the leading 1 to the last (0 for 0)."""
+    if value == 0.0 or not math.isfinite(value):
+        return 0
+    significand = int(math.ldexp(math.frexp(abs(value))[0], 53))
+    return significand.bit_length() - ((significand & -significand).bit_length() - 1)
 
 
 def _frozen(values_precision: str | None, differences: list) -> bool:
