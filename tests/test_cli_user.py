@@ -1207,3 +1207,24 @@ def test_sample_shows_the_coordinates_check_probes(options):
 )
 def test_bad_sample_input_is_one_line_and_exit_2(arguments, message):
     assert_one_line_error(invoke("sample", *arguments), message)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["quadratic"],
+        ["check", MLP],
+        ["check", MLP, "--json"],
+        ["check", MLP, "--bogus"],
+        ["check", "nowhere.py:f", "--json"],
+    ],
+)
+def test_a_command_leaves_no_file_open_for_the_interpreter_to_warn_of(arguments):
+    # Under PYTHONWARNINGS=error the interpreter's teardown reports a stream still open (ResourceWarning)
+    # on stderr: the results' private duplicate of stdout is closed once the results are written.
+    environment = {**os.environ, "PYTHONWARNINGS": "error", "NO_COLOR": "1"}
+    command = [sys.executable, "-m", "gradcheck_cli", *arguments]
+    result = subprocess.run(command, env=environment, capture_output=True, timeout=120, check=False)
+    assert result.returncode in (EXIT_OK, EXIT_BAD_INPUT)
+    assert result.stdout or result.stderr
+    assert b"ResourceWarning" not in result.stderr and b"Exception ignored" not in result.stderr

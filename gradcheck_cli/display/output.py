@@ -31,6 +31,7 @@ from .ownership import (
     in_another_process,
     leave_if_forked,
     outlive,
+    results_closed_after,
     results_stream,
     take_stdout,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "terminal_columns",
     "StderrView",
     "take_stdout",
+    "results_closed_after",
     "in_another_process",
     "leave_if_forked",
     "outlive",

@@ -17,6 +17,7 @@ __all__ = [
     "StderrView",
     "outlive",
     "take_stdout",
+    "results_closed_after",
     "results_stream",
     "in_another_process",
     "leave_if_forked",
@@ -164,6 +165,22 @@ def take_stdout():
     _OWNER = os.getpid()
     sys.stdout = StderrView()
     return _RESULTS
+
+
+@contextlib.contextmanager
+def results_closed_after(own_process: bool):
+    """Around a command line that may take stdout (``own_process``): the results' stream (:func:`take_stdout`)
+    closed once they are written and the process is about to exit. Left open, the interpreter's teardown
+    would warn of an unclosed file (a ResourceWarning, which ``PYTHONWARNINGS=error`` prints on stderr).
+    Descriptor 1 stays pointed at stderr."""
+    global _RESULTS
+    try:
+        yield
+    finally:
+        results, _RESULTS = (_RESULTS, None) if own_process else (None, _RESULTS)
+        if results is not None:
+            with contextlib.suppress(OSError, ValueError):  # the results were written with os.write: no flush
+                results.close()
 
 
 def in_another_process() -> bool:
