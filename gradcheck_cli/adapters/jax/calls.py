@@ -193,7 +193,9 @@ def checked_leaf(name: str, leaf) -> np.ndarray | None:
         raise X64Disabled(input=name, dtype=dtype.name)
     if isinstance(leaf, jax.Array):  # immutable: its host view (read-only; a copy off the CPU) is θ for good
         return np.asarray(leaf)
-    return np.array(leaf, copy=True)
+    origin = np.array(leaf, copy=True)
+    origin.flags.writeable = False  # θ for good, as a JAX leaf's view is
+    return origin
 
 
 def holds_an_array(args) -> bool:
