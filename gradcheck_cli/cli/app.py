@@ -89,7 +89,8 @@ def exit_status(outcome) -> int:
       read as a verdict on the user's gradient);
     - 130: interrupted (Ctrl-C); 128 + N for the other signals that end a run the same way
       (SIGHUP 129, SIGQUIT 131, SIGTERM 143), as a shell reports a process they killed;
-    - 141: the reader of stdout went away (``gradcheck demo | head``), as a shell reports a process killed by SIGPIPE;
+    - 141: the reader of stdout went away (``gradcheck demo | head``), as a
+      shell reports a process killed by SIGPIPE;
     - 74: stdout cannot be written (``>/dev/full``, ``>&-``): sysexits.h's
       EX_IOERR, neither a verdict (1) nor a defect (3).
     """
@@ -346,8 +347,7 @@ class GradcheckGroup(click.Group):
         if own_process:
             _exempt_from_collection()
         words = list(sys.argv[1:] if args is None else args)
-        ending = output.ending_signals(after=output.ignored if standalone_mode else None)
-        with ending, output.results_closed_after(own_process):
+        with output.ending_signals(after=output.ignored if standalone_mode else None), output.results_closed_after():
             status = self._main(words, prog_name, complete_var, own_process, **extra)
         if standalone_mode:
             sys.exit(status)

@@ -168,16 +168,16 @@ def take_stdout():
 
 
 @contextlib.contextmanager
-def results_closed_after(own_process: bool):
-    """Around a command line that may take stdout (``own_process``): the results' stream (:func:`take_stdout`)
-    closed once they are written and the process is about to exit. Left open, the interpreter's teardown
-    would warn of an unclosed file (a ResourceWarning, which ``PYTHONWARNINGS=error`` prints on stderr).
-    Descriptor 1 stays pointed at stderr."""
+def results_closed_after():
+    """Around a command line: the results' stream, if :func:`take_stdout` opened one, closed once they
+    are written and the process is about to exit. Left open, the interpreter's teardown would warn of an
+    unclosed file (a ResourceWarning, which ``PYTHONWARNINGS=error`` prints on stderr). Descriptor 1
+    stays pointed at stderr."""
     global _RESULTS
     try:
         yield
     finally:
-        results, _RESULTS = (_RESULTS, None) if own_process else (None, _RESULTS)
+        results, _RESULTS = _RESULTS, None
         if results is not None:
             with contextlib.suppress(OSError, ValueError):  # the results were written with os.write: no flush
                 results.close()
