@@ -175,6 +175,29 @@ def test_a_non_finite_slope_is_raised_right_after_its_coordinates_probes():
     assert calls[0] == 3 and x.tolist() == [0.0, 0.0]  # f(θ), then coordinate 0's two probes
 
 
+@pytest.mark.parametrize("scalar", [np.float32, np.float64])
+def test_numpy_float_values_are_read_as_the_python_floats_they_equal_and_a_nan_among_them_is_an_error(scalar):
+    x = np.linspace(-1.0, 1.0, 6).astype(np.float32)
+
+    def objective(parameters, convert=scalar):
+        return convert(np.sum(parameters["x"] ** 3, dtype=np.float32))
+
+    gradient = {"x": 3 * x.astype(np.float64) ** 2}
+    as_numpy = check_gradients(objective, {"x": x}, gradient, samples="all").to_dict()
+    as_python = check_gradients(lambda p: float(objective(p)), {"x": x}, gradient, samples="all").to_dict()
+    assert as_numpy == as_python and as_numpy["verdict"] == "passed"
+
+    def nan_at_coordinate_2(parameters, theta=float(x[2])):
+        return scalar("nan") if parameters["x"][2] != theta else objective(parameters)
+
+    with pytest.raises(
+        GradCheckError, match=r"coordinate \[2\] failed: minus function evaluation returned NaN"
+    ) as raised:
+        check_gradients(nan_at_coordinate_2, {"x": x}, gradient, samples="all")
+    assert type(raised.value.source.source).__name__ == "NonFiniteEvaluation"  # in AtParameter(AtCoordinate(·))
+    assert x.tobytes() == np.linspace(-1.0, 1.0, 6).astype(np.float32).tobytes()
+
+
 def test_an_array_made_read_only_is_an_error_right_after_that_call():
     x = np.arange(4.0)
 

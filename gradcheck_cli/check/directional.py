@@ -71,7 +71,7 @@ def probe_direction(
     multiplier: float,
     required: bool = False,
     scale: DirectionScale | None = None,
-    changed: BaseException | None = None,
+    changed: Callable[[], Exception] | None = None,
 ) -> DirectionalProbe | None:
     """Evaluate f at θ₊ = θ + multiplier·Δ and θ₋ = θ − (θ₊ − θ), rounded; None when they are unusable.
 
@@ -81,7 +81,7 @@ def probe_direction(
     number is NonScalarEvaluation. With ``scale`` (multiplier 1), its norm is taken in the plus
     probe's pass (``scale.norm``). With ``changed``, ``array`` must hold ``saved``'s bits before the
     plus probe is written, and θ₊ when θ₋ is computed from it: where it does not, ``array`` is
-    restored and ``changed`` raised. Every pass goes a block at a time (:mod:`gradcheck_cli.engine.blocks`).
+    restored and ``changed()`` raised (made only then: an error's message is formatted as it is made). Every pass goes a block at a time (:mod:`gradcheck_cli.engine.blocks`).
     """
     array, saved, evaluate = probing.array, probing.saved, probing.evaluate
     bounds = block_bounds(array.size)
@@ -90,7 +90,7 @@ def probe_direction(
         if sums is None or sums is CHANGED:
             write_back(array, Ellipsis, saved)
             if sums is CHANGED:
-                raise changed
+                raise changed()
             return None
         plus_value = evaluate()
     except BaseException:
@@ -103,7 +103,7 @@ def probe_direction(
         plus_value = evaluated_value("plus", plus_value)
         if not minus_pass(probing, bounds, sums.checksums):  # restored: θ₊ was changed by the call
             if changed is not None:
-                raise changed
+                raise changed()
             return None
         minus_value = evaluate()
     except NonFiniteEvaluation:

@@ -209,7 +209,7 @@ def probe_parameter_direction(
             multiplier,
             required=multiplier == 1.0,
             scale=scale,
-            changed=ParameterChanged(parameter=planned.name, change="modified in place"),
+            changed=lambda: ParameterChanged(parameter=planned.name, change="modified in place"),
         )
     except ParameterChanged:
         raise

@@ -261,7 +261,7 @@ def _probe_calls(array, columns, probing: _ProbePass, objective, argument) -> li
     rows = zip(
         columns.offsets[start:stop].tolist(), columns.theta[start:stop].tolist(), (-bound).tolist(), bound.tolist()
     )
-    values, float64 = [], np.float64
+    values, numpy_floats = [], (np.float64, np.float32)
     add = values.append
     for (offset, original, low, high), coordinate_probes in zip(rows, zip(*(side.tolist() for side in probes))):
         settled = True
@@ -280,7 +280,7 @@ def _probe_calls(array, columns, probing: _ProbePass, objective, argument) -> li
                 spare[offset] = original
                 error = ReadOnlyArray(role="parameters", during_check=True)
                 raise at_coordinate(columns.coordinate(start + len(values) // width), error) from error
-            if type(value) is float64:  # numpy's float64, a float subclass, is common enough to come first
+            if type(value) in numpy_floats:  # numpy's float64 (a float subclass) and float32: common, exact
                 value = float(value)
             elif type(value) is not float:
                 value = _checked(value, sides[len(values) % width], columns, start + len(values) // width)
