@@ -140,3 +140,26 @@ def test_integer_valued_float64_data_is_no_evidence_of_a_lower_precision(step, c
     verdicts = [record.verdict for record in report.parameters[0].checks]
     assert verdicts == ["failed"] * 4 + ["passed"] + ["failed"] * 4
     assert check_gradients(objective, {"x": theta}, {"x": 2 * theta}, step=step).verdict == "passed"
+
+
+def test_one_shared_center_is_read_as_the_column_of_its_value_would_be():
+    from gradcheck_cli.verdict.estimates import value_epsilons
+
+    rng = np.random.default_rng(5)
+    specials = [np.nan, np.inf, 1e300, 3.5e38, 0.0, 1e-46, 0.5, float(np.float32(0.1)), 0.1]
+    for _ in range(3000):
+        n = int(rng.integers(1, 6))
+        columns = []
+        for _ in range(2):
+            column = rng.standard_normal(n)
+            kind = rng.integers(0, 3)
+            if kind:  # float32 numbers, and bfloat16 ones
+                single = column.astype(np.float32)
+                column = (single.view(np.uint32) & (0xFFFF0000 if kind == 2 else 0xFFFFFFFF)).view(np.float32)
+            columns.append(column.astype(np.float64))
+        center = specials[rng.integers(0, len(specials))] if rng.integers(0, 2) else columns[0][0]
+        epsilon = [2.0**-52, 2.0**-23, 2.0**-10][rng.integers(0, 3)]
+        with np.errstate(all="ignore"):
+            shared = value_epsilons(columns[0], center, columns[1], epsilon)
+            column = value_epsilons(columns[0], np.full(n, center), columns[1], epsilon)
+        assert np.array_equal(shared, column), (columns, center, epsilon)
