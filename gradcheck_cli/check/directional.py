@@ -81,7 +81,8 @@ def probe_direction(
     number is NonScalarEvaluation. With ``scale`` (multiplier 1), its norm is taken in the plus
     probe's pass (``scale.norm``). With ``changed``, ``array`` must hold ``saved``'s bits before the
     plus probe is written, and θ₊ when θ₋ is computed from it: where it does not, ``array`` is
-    restored and ``changed()`` raised (made only then: an error's message is formatted as it is made). Every pass goes a block at a time (:mod:`gradcheck_cli.engine.blocks`).
+    restored and ``changed()`` raised (made only then: an error formats its message as it is made).
+    Every pass goes a block at a time (:mod:`gradcheck_cli.engine.blocks`).
     """
     array, saved, evaluate = probing.array, probing.saved, probing.evaluate
     bounds = block_bounds(array.size)

@@ -279,8 +279,10 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
     if epsilon >= 2.0**-7:
         return np.full(shape, epsilon)
     with np.errstate(all="ignore"):  # a value beyond float32's range is no number of it: no warning
-        if np.ndim(center) == 0 and float(np.float32(center)) != center:  # f(θ) shared by all, and no float32
-            return np.full(shape, epsilon)  # number (NaN included): no coordinate's three values are
+        # One f(θ) that every coordinate shares and that is no float32 number (NaN included): no
+        # coordinate's three values are float32 numbers, and the columns need not be built.
+        if np.ndim(center) == 0 and float(np.float32(center)) != center:
+            return np.full(shape, epsilon)
         single, rounded = _float32_numbers((minus_values, center, plus_values), shape)
         found = single.any()
         half = single & _bfloat16_numbers(rounded) if found else single
