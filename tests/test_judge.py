@@ -635,3 +635,24 @@ def test_an_objective_that_raises_only_at_the_last_step_keeps_its_verdict_and_it
     report = check_gradients(objective, {"w": w}, {"w": 2e-3 * w})
     assert report.verdict == INCONCLUSIVE and np.array_equal(w, start)
     assert all(max(e.step for e in record.estimates) < 1e-4 for record in report.parameters[0].checks)
+
+
+def test_one_estimate_of_numbers_is_its_columns_estimate_bit_for_bit():
+    from gradcheck_cli.verdict.estimates import estimate_of
+
+    rng = np.random.default_rng(7)
+    specials = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, 5e-324, 1.0]
+
+    def number() -> float:
+        if rng.integers(0, 4) == 0:
+            return specials[rng.integers(0, len(specials))]
+        return float(rng.standard_normal() * 10.0 ** rng.integers(-300, 300))
+
+    for _ in range(2000):
+        values = dict(step=abs(number()), analytic=number(), numerical=number(), largest_value=abs(number()))
+        values.update(jitter=abs(number()), gain=abs(number()), scale=abs(number()), consistent=bool(rng.integers(0, 2)))
+        epsilon = [2.0**-52, 2.0**-23, 2.0**-7][rng.integers(0, 3)]
+        one = estimate_of(**values, epsilon=epsilon)
+        with np.errstate(all="ignore"):
+            column = estimate_columns(**values, epsilons=epsilon).estimate(())
+        assert repr(one) == repr(column), values  # repr: NaN fields compare equal, -0.0 differs from 0.0

@@ -163,3 +163,60 @@ def test_one_shared_center_is_read_as_the_column_of_its_value_would_be():
             shared = value_epsilons(columns[0], center, columns[1], epsilon)
             column = value_epsilons(columns[0], np.full(n, center), columns[1], epsilon)
         assert np.array_equal(shared, column), (columns, center, epsilon)
+
+
+def _precision_epsilon(values: list, points: list | None, epsilon: float) -> float:
+    """value_epsilons' definition for one coordinate, value by value: float32's ε (bfloat16's) where
+    its three values are float32 (bfloat16) numbers and, given its points, some point is not."""
+
+    def numbers(of: list) -> tuple:
+        with np.errstate(all="ignore"):
+            single = [np.float32(value) for value in of]
+        float32 = all(float(rounded) == value for rounded, value in zip(single, of))
+        return float32, float32 and all(int(rounded.view(np.uint32)) & 0xFFFF == 0 for rounded in single)
+
+    if epsilon >= 2.0**-7:
+        return epsilon
+    single, half = numbers(values)
+    if points is not None:
+        single_points, half_points = numbers(points)
+        single, half = single and not single_points, half and not half_points
+    if not single:
+        return epsilon
+    return 2.0**-7 if half else max(epsilon, 2.0**-23)
+
+
+def test_value_epsilons_are_each_coordinates_own_by_definition():
+    from gradcheck_cli.verdict.estimates import value_epsilons
+
+    rng = np.random.default_rng(11)
+    specials = [np.nan, np.inf, -np.inf, 1e300, 3.5e38, 0.0, -0.0, 2.0**-140, 3 * 2.0**-133, 0.5, 0.1]
+
+    def column(n: int) -> np.ndarray:
+        kind = rng.integers(0, 4)
+        if kind == 3:
+            return np.array([specials[k] for k in rng.integers(0, len(specials), n)])
+        single = rng.standard_normal(n).astype(np.float32)  # float64, float32 and bfloat16 numbers
+        bits = {0: None, 1: 0xFFFFFFFF, 2: 0xFFFF0000}[kind]
+        if bits is None:
+            return rng.standard_normal(n)
+        return (single.view(np.uint32) & np.uint32(bits)).view(np.float32).astype(np.float64)
+
+    for _ in range(3000):
+        n = int(rng.integers(1, 5))
+        minus, plus, center = column(n), column(n), column(n)
+        shared = bool(rng.integers(0, 2))
+        center = float(center[0]) if shared else center
+        points = (column(n), column(n), column(n)) if rng.integers(0, 2) else None
+        epsilon = [2.0**-52, 2.0**-23, 2.0**-10, 2.0**-7, 1e-9][rng.integers(0, 5)]
+        expected = [
+            _precision_epsilon(
+                [minus[k], center if shared else center[k], plus[k]],
+                None if points is None else [point[k] for point in points],
+                epsilon,
+            )
+            for k in range(n)
+        ]
+        with np.errstate(all="ignore"):
+            found = value_epsilons(minus, center, plus, epsilon, points)
+        assert found.tolist() == expected, (minus, center, plus, points, epsilon)

@@ -15,7 +15,7 @@ from ..engine.blocks import block_bounds
 from ..engine.estimator import evaluated_value
 from ..engine.tensors import write_back
 from ..errors import NonFiniteEvaluation, ParameterChanged, ReadOnlyArray
-from ..verdict.estimates import NoiseModel, estimate_columns, value_epsilons
+from ..verdict.estimates import NoiseModel, estimate_of, value_epsilons
 from ..verdict.terms import ROUNDING_FACTOR, DirectionalEstimate, JudgedEstimate, slopes_agree
 from .directional_probes import (
     CHANGED,
@@ -199,14 +199,15 @@ def directional_estimate(
     jitter = noise.jitter
     slope_noise = 4 * (ROUNDING_FACTOR * epsilon * largest + jitter) / m
     consistent = slopes_agree(left, right, noise.kink_tolerance, max(scale, own_scale), slope_noise)
-    return estimate_columns(
+    return estimate_of(
         m,
         probe.analytic,
         numerical,
         largest_value=largest,
-        epsilons=epsilon,
+        epsilon=epsilon,
         jitter=jitter,
         gain=1.0 / m,
         consistent=consistent,
         scale=max(abs(probe.analytic), abs(numerical), own_scale),
-    ).estimate((), DirectionalEstimate)
+        record=DirectionalEstimate,
+    )

@@ -213,16 +213,17 @@ def largest_count(samples: int) -> int:
 def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray, largest: list | None = None) -> list:
     """The flat offsets :func:`structured_coordinates` selects, ascending (samples < N); ``largest``, when
     given, is :func:`largest_offsets` of the gradient for :func:`largest_count` of ``samples``."""
+    shape = tuple(shape)  # a key of the kept point sets
     if largest is None:
         largest = largest_offsets(gradient, largest_count(samples))
     square = len(shape) >= 2 and shape[-1] == shape[-2] > 1
     multipliers = _recurrence_multipliers(len(shape))
     needed, limit, first = samples - len(largest), 8 * samples + 64, 0
     taken = set(largest)
-    new = _fresh(_stratified_offsets(shape, needed, square).tolist() if needed > 0 else [], taken)
+    new = _fresh(_kept(needed, _stratified_offsets, shape, needed, square) if needed > 0 else [], taken)
     while len(new) < needed and first < limit:  # R_d points until enough distinct ones
         count = min(limit - first, max(64, 2 * (needed - len(new))))
-        new = _fresh(new + _spread_offsets(shape, multipliers, first, count, square).tolist(), taken)[:needed]
+        new = _fresh(new + _kept(count, _spread_offsets, shape, multipliers, first, count, square), taken)[:needed]
         first += count
     chosen = [*largest, *new]
     if len(chosen) < samples:  # only for extents too narrow to spread
@@ -232,6 +233,24 @@ def structured_offsets(shape: tuple, samples: int, gradient: np.ndarray, largest
                 break
             chosen.setdefault(fallback)
     return sorted(chosen)
+
+
+#: The most points whose offsets :func:`_kept` keeps (a check's default 16 samples take 12).
+KEPT_POINTS = 1024
+
+
+def _kept(count: int, points: Callable, *arguments) -> list:
+    """``points(*arguments)``' offsets of ``count`` points, as a list: kept where ``count`` is at most
+    KEPT_POINTS, since they depend on the shape and counts alone and a check of the same shapes
+    selects them again."""
+    if count > KEPT_POINTS:
+        return points(*arguments).tolist()
+    return list(_kept_points(points, *arguments))
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_points(points: Callable, *arguments) -> tuple:
+    return tuple(points(*arguments).tolist())
 
 
 def _fresh(offsets: list, taken: set) -> list:

@@ -7,6 +7,7 @@ sensitivity floors, and the value noise the probes observe. The probes they read
 from __future__ import annotations
 
 import functools
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ __all__ = [
     "ProbeValues",
     "EstimateColumns",
     "estimate_columns",
+    "estimate_of",
     "stencil_estimates",
     "PrimaryColumns",
     "primary_columns",
@@ -98,12 +100,9 @@ def estimate_columns(step, analytic, numerical, *, largest_value, epsilons, jitt
     """The estimates' columns (each argument a number or a column); ``scale`` defaults to max(|a|, |n|)."""
     with np.errstate(all="ignore"):  # as Python floats: inf and NaN, never a warning
         analytic, numerical = np.asarray(analytic, dtype=np.float64), np.asarray(numerical, dtype=np.float64)
-        rounding = ROUNDING_FACTOR * epsilons * largest_value * gain
-        spread = jitter * gain
         if scale is None:
             scale = np.maximum(np.abs(analytic), np.abs(numerical))
-        gap = np.abs(analytic - numerical)
-        relative = gap / np.where(scale == 0.0, 1.0, scale)  # 0 where the scale is 0: then a = n = 0
+        rounding, spread, relative = _bar_terms(analytic, numerical, scale, largest_value, epsilons, jitter, gain)
     shape = np.broadcast(analytic, numerical, rounding, spread, scale).shape
 
     def column(values, dtype=np.float64):  # a read-only view, as np.broadcast_to gives, made cheaply
@@ -125,6 +124,33 @@ def estimate_columns(step, analytic, numerical, *, largest_value, epsilons, jitt
         column(rounding + spread),
         column(consistent, bool),
     )
+
+
+def estimate_of(
+    step, analytic, numerical, *, largest_value, epsilon, jitter, gain, consistent, scale, record=JudgedEstimate
+):
+    """One estimate of numbers (floats), as :func:`estimate_columns` writes each of its columns' (its
+    bar the same arithmetic, in Python floats): a record of class ``record``, a JudgedEstimate."""
+    rounding, spread, relative = _bar_terms(analytic, numerical, scale, largest_value, epsilon, jitter, gain)
+    return record(
+        step=float(step),
+        analytic=float(analytic),
+        numerical=float(numerical),
+        scale=float(scale),
+        relative_error=float(relative),
+        slopes_consistent=bool(consistent),
+        error_bar=ErrorBar(rounding=rounding, jitter=spread, step_sensitivity=0.0, total=rounding + spread),
+    )
+
+
+def _bar_terms(analytic, numerical, scale, largest_value, epsilons, jitter, gain) -> tuple:
+    """(rounding ROUNDING_FACTOR·ε·max|f|·gain, jitter·gain, |a − n| / scale, 0 where the scale is 0:
+    then a = n = 0), of numbers or of columns (under an errstate) alike."""
+    rounding = ROUNDING_FACTOR * epsilons * largest_value * gain
+    gap = abs(analytic - numerical)
+    if isinstance(scale, np.ndarray):
+        return rounding, jitter * gain, gap / np.where(scale == 0.0, 1.0, scale)
+    return rounding, jitter * gain, gap / (1.0 if scale == 0.0 else scale)
 
 
 def stencil_estimates(differences: list, analytic: float, noise: NoiseModel):
@@ -278,11 +304,11 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
     shape = minus_values.shape
     if epsilon >= 2.0**-7:
         return np.full(shape, epsilon)
+    # Where no coordinate's three values may all be float32 numbers (bfloat16 numbers, at float32's
+    # ε or coarser, where only those may carry a coarser one), none are: the columns are not built.
+    if not _maybe_numbers((minus_values, center, plus_values), 8 if epsilon >= 2.0**-23 else 24):
+        return np.full(shape, epsilon)
     with np.errstate(all="ignore"):  # a value beyond float32's range is no number of it: no warning
-        # One f(θ) that every coordinate shares and that is no float32 number (NaN included): no
-        # coordinate's three values are float32 numbers, and the columns need not be built.
-        if np.ndim(center) == 0 and float(np.float32(center)) != center:
-            return np.full(shape, epsilon)
         single, rounded = _float32_numbers((minus_values, center, plus_values), shape)
         found = single.any()
         half = single & _bfloat16_numbers(rounded) if found else single
@@ -294,6 +320,27 @@ def value_epsilons(minus_values, center, plus_values, epsilon: float, points=Non
             single &= ~single_points
             half &= ~(_bfloat16_numbers(rounded) & single_points)
     return np.where(single, np.where(half, 2.0**-7, max(epsilon, 2.0**-23)), epsilon)
+
+
+def _maybe_numbers(columns, significand_bits: int) -> bool:
+    """Whether some coordinate's values in every one of the ``columns`` (numbers or float64 columns)
+    may be numbers of a binary precision of ``significand_bits`` (float32's 24, bfloat16's 8): the
+    float64 pattern of such a number (zero, infinite, normal or subnormal there) ends in at least
+    53 − ``significand_bits`` zero bits. A necessary condition, tested before the exact rounding."""
+    low = (1 << (53 - significand_bits)) - 1
+    shared, pattern = 0, None  # the numbers' bits (a Python float is one number), the columns' bits
+    for column in columns:
+        if isinstance(column, float):
+            shared |= int.from_bytes(_DOUBLE.pack(column), "little")
+            continue
+        bits = np.asarray(column, dtype=np.float64).view(np.uint64)
+        pattern = bits if pattern is None else pattern | bits
+    if shared & low:
+        return False
+    return pattern is None or not (pattern & low).all()
+
+
+_DOUBLE = struct.Struct("<d")
 
 
 def _float32_numbers(columns, shape) -> tuple:
