@@ -650,7 +650,9 @@ def test_one_estimate_of_numbers_is_its_columns_estimate_bit_for_bit():
 
     for _ in range(2000):
         values = dict(step=abs(number()), analytic=number(), numerical=number(), largest_value=abs(number()))
-        values.update(jitter=abs(number()), gain=abs(number()), scale=abs(number()), consistent=bool(rng.integers(0, 2)))
+        values.update(
+            jitter=abs(number()), gain=abs(number()), scale=abs(number()), consistent=bool(rng.integers(0, 2))
+        )
         epsilon = [2.0**-52, 2.0**-23, 2.0**-7][rng.integers(0, 3)]
         one = estimate_of(**values, epsilon=epsilon)
         with np.errstate(all="ignore"):
