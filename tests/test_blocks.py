@@ -145,6 +145,25 @@ def test_a_scratch_block_is_the_same_memory_in_one_thread_and_another_in_each_ot
     assert not np.shares_memory(first, elsewhere[0])
 
 
+def test_kept_scratch_views_follow_their_memory_as_it_grows_and_each_pass_depth_has_its_own():
+    from gradcheck_cli.engine.blocks import scratch, scratch_pass, scratches
+
+    small = scratch("grown", 10)  # kept views: the same view again for the same size
+    assert scratch("grown", 10) is small
+    large = scratch("grown", 2 * BLOCK)  # the memory grows past its first size: the views follow
+    assert len(large) == BLOCK and np.shares_memory(large, scratch("grown", 10))
+    assert not np.shares_memory(large, small)
+    assert np.shares_memory(scratch("grown", 7, np.dtype("float64")), large)  # the dtype however spelled
+    assert scratches(("grown", "other"), 5)[0].base is not scratches(("grown",), 5)[0].base
+    with scratch_pass():  # a check nested in a pass (a signal handler's): temporaries of its own
+        inner = scratch("grown", 10)
+        assert not np.shares_memory(inner, large)
+        with scratch_pass():
+            assert not np.shares_memory(scratch("grown", 10), inner)
+        assert scratch("grown", 10) is inner
+    assert np.shares_memory(scratch("grown", 10), large)
+
+
 def test_a_scale_told_no_entry_exceeds_its_cap_weighs_as_one_that_caps():
     from gradcheck_cli.check.directional_probes import DirectionScale
 

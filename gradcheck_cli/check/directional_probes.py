@@ -242,6 +242,7 @@ class PlusSums:
     checksums: list
 
 
+@functools.lru_cache(maxsize=16)
 def dtype_epsilon(dtype) -> float:
     """The machine epsilon of a parameter's dtype (inf for one numpy has no finfo of: nothing is assumed)."""
     return float(np.finfo(dtype).eps) if dtype in (np.float64, np.float32) else math.inf

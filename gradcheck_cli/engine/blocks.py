@@ -12,7 +12,6 @@ last bits may differ between numpy versions, each within the bound of docs/metho
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 
@@ -49,30 +48,45 @@ def scratch(name: str, count: int, dtype=np.float64) -> np.ndarray:
 
 def scratches(names: tuple, count: int, dtype=np.float64) -> tuple:
     """:func:`scratch` of each of ``names`` (a tuple), found at once: what a pass over a small array
-    costs is mostly such look-ups."""
+    costs is mostly such look-ups, so the views of each size asked for are kept too."""
     size = min(BLOCK, count)
     local = _SCRATCH.__dict__
     buffers = local.get("buffers")
     if buffers is None:
         buffers = local["buffers"] = {}
-    key = (local.get("depth", 0), names, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
+    key = (local.get("depth", 0), names, dtype)
     kept = buffers.get(key)
-    if kept is None or len(kept[0]) < size:
-        kept = buffers[key] = tuple(np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype) for _ in names)
-    return tuple([buffer[:size] for buffer in kept])
+    if kept is None or len(kept[0][0]) < size:
+        held = buffers.get((*key[:2], np.dtype(dtype)))  # the same temporaries, whatever spells the dtype
+        if held is None or len(held[0][0]) < size:
+            memory = tuple(np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype) for _ in names)
+            held = buffers[(*key[:2], np.dtype(dtype))] = (memory, {})
+        kept = buffers[key] = held
+    memory, views = kept
+    found = views.get(size)
+    if found is None:
+        if len(views) >= _KEPT_VIEWS:
+            views.clear()
+        found = views[size] = tuple([buffer[:size] for buffer in memory])
+    return found
 
 
-@contextlib.contextmanager
-def scratch_pass():
+_KEPT_VIEWS = 64  # views of so many sizes kept for each set of temporaries
+
+
+class scratch_pass:  # noqa: N801 (used as a context manager, as contextlib's would be)
     """A whole-array pass's hold on this thread's temporaries. A pass calls no user code, but a signal
     handler or a finalizer can run a check in its middle, in the same thread: that check's passes are
     one level deeper and get temporaries of their own."""
-    local = _SCRATCH.__dict__
-    local["depth"] = local.get("depth", 0) + 1
-    try:
-        yield
-    finally:
-        local["depth"] -= 1
+
+    __slots__ = ()
+
+    def __enter__(self):
+        local = _SCRATCH.__dict__
+        local["depth"] = local.get("depth", 0) + 1
+
+    def __exit__(self, *exception) -> None:
+        _SCRATCH.__dict__["depth"] -= 1
 
 
 def block_bounds(count: int, block: int = BLOCK) -> list:
@@ -168,6 +182,8 @@ def same_array_bits(first, second, offsets=None) -> bool:
             return first.tobytes() == second.tobytes()
         if byte_comparison() is not None:
             return byte_comparison()(first.ctypes.data, second.ctypes.data, first.nbytes) == 0  # at memory speed
+    if offsets is not None and first.nbytes <= SMALL_BYTES and first.tobytes() == second.tobytes():
+        return True  # every element bit-identical, those at the offsets too: cheaper than finding them
     as_bits = np.dtype(f"u{first.dtype.itemsize}")
     if offsets is not None:
         offsets = np.asarray(offsets, dtype=np.intp)
