@@ -337,7 +337,7 @@ def _maybe_numbers(columns, significand_bits: int) -> bool:
         pattern = bits if pattern is None else pattern | bits
     if shared & low:
         return False
-    return pattern is None or not (pattern & low).all()
+    return pattern is None or not (pattern & np.uint64(low)).all()  # numpy 1's int & uint64 is float64
 
 
 _DOUBLE = struct.Struct("<d")
