@@ -250,6 +250,7 @@ def _kept(count: int, points: Callable, *arguments) -> list:
 
 @functools.lru_cache(maxsize=64)
 def _kept_points(points: Callable, *arguments) -> tuple:
+    """``points(*arguments)``' offsets as a tuple, made once for each set of arguments."""
     return tuple(points(*arguments).tolist())
 
 
