@@ -54,14 +54,11 @@ def scratches(names: tuple, count: int, dtype=np.float64) -> tuple:
     buffers = local.get("buffers")
     if buffers is None:
         buffers = local["buffers"] = {}
-    key = (local.get("depth", 0), names, dtype)
+    key = (local.get("depth", 0), names, dtype if isinstance(dtype, np.dtype) else np.dtype(dtype))
     kept = buffers.get(key)
-    if kept is None or len(kept[0][0]) < size:
-        held = buffers.get((*key[:2], np.dtype(dtype)))  # the same temporaries, whatever spells the dtype
-        if held is None or len(held[0][0]) < size:
-            memory = tuple(np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype) for _ in names)
-            held = buffers[(*key[:2], np.dtype(dtype))] = (memory, {})
-        kept = buffers[key] = held
+    if kept is None or len(kept[0][0]) < size:  # (the memory, its views by size)
+        memory = tuple(np.empty(max(size, min(BLOCK, 1 << 12)), dtype=dtype) for _ in names)
+        kept = buffers[key] = (memory, {})
     memory, views = kept
     found = views.get(size)
     if found is None:
